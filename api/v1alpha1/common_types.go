@@ -1,0 +1,246 @@
+/*
+Copyright 2026 The TFRS Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Toggle switches an optional component on or off. Components are on unless disabled.
+type Toggle struct {
+	// Enabled installs the component. Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+}
+
+// IsEnabled reports whether the component is on (nil means the default, true).
+func (t Toggle) IsEnabled() bool { return t.Enabled == nil || *t.Enabled }
+
+// ComponentSource says where a Helm chart or YAML manifest comes from and how it is configured.
+// Every field can point at a mirror or a local path for air-gapped and mainland-China clusters.
+// Empty fields mean the operator's built-in default (version pinned by the stacks package, the
+// upstream chart repository or manifest URL). At most one of chartRepo, manifestURL and
+// localPath may be set.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.chartRepo) ? 1 : 0) + (has(self.manifestURL) ? 1 : 0) + (has(self.localPath) ? 1 : 0) <= 1",message="at most one of chartRepo, manifestURL and localPath may be set"
+type ComponentSource struct {
+	Toggle `json:",inline"`
+
+	// Version of the chart or manifest, e.g. "v1.16.2". Empty means the operator's pinned version.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// ChartRepo overrides the Helm chart repository: an http(s) repository URL or an oci:// registry
+	// reference (a mirror).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^(https?|oci)://\S+$`
+	// +optional
+	ChartRepo string `json:"chartRepo,omitempty"`
+
+	// ManifestURL overrides the URL of a YAML manifest (a mirror); http(s) or file://.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^(https?|file)://\S+$`
+	// +optional
+	ManifestURL string `json:"manifestURL,omitempty"`
+
+	// LocalPath is a chart directory/archive or a manifest file on the machine that runs the stack
+	// (the operator pod or the CLI host). Used offline.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	LocalPath string `json:"localPath,omitempty"`
+
+	// Values are Helm values merged over the operator's own (a JSON/YAML object). Ignored for
+	// manifest-based components.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// WorkloadSpec is the scaling and sizing of a Deployment the operator runs.
+type WorkloadSpec struct {
+	// Replicas of the workload. Defaults to 1; 0 scales it down.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Resources of the main container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// SecretKeyRef selects a key of a Secret in a given namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key in the Secret's data. Defaults to "password".
+	// +kubebuilder:default=password
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +optional
+	Key string `json:"key,omitempty"`
+
+	// Namespace of the Secret.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Namespace string `json:"namespace"`
+}
+
+// ManagedBy names the door through which a stack was created and is mutated.
+// +kubebuilder:validation:Enum=operator;api;cli
+type ManagedBy string
+
+// The doors. The same values are written as the stack tag ManagedByTag.
+const (
+	ManagedByOperator ManagedBy = "operator"
+	ManagedByAPI      ManagedBy = "api"
+	ManagedByCLI      ManagedBy = "cli"
+)
+
+// ManagedByTag is the Pulumi stack tag that records ManagedBy.
+const ManagedByTag = "tfrs.io/managed-by"
+
+// OperationKind is a Pulumi Automation API operation.
+// +kubebuilder:validation:Enum=up;preview;destroy;refresh
+type OperationKind string
+
+// Operation kinds.
+const (
+	OperationUp      OperationKind = "up"
+	OperationPreview OperationKind = "preview"
+	OperationDestroy OperationKind = "destroy"
+	OperationRefresh OperationKind = "refresh"
+)
+
+// OperationResult is how an operation ended.
+// +kubebuilder:validation:Enum=succeeded;failed;cancelled
+type OperationResult string
+
+// Operation results. An operation still running has no result.
+const (
+	OperationSucceeded OperationResult = "succeeded"
+	OperationFailed    OperationResult = "failed"
+	OperationCancelled OperationResult = "cancelled"
+)
+
+// ChangeCounts counts resources by the step an operation took (or would take, for a preview).
+type ChangeCounts struct {
+	// +optional
+	Create int32 `json:"create,omitempty"`
+	// +optional
+	Update int32 `json:"update,omitempty"`
+	// +optional
+	Replace int32 `json:"replace,omitempty"`
+	// +optional
+	Delete int32 `json:"delete,omitempty"`
+	// +optional
+	Same int32 `json:"same,omitempty"`
+}
+
+// Operation describes the last Automation API operation run on the stack.
+type Operation struct {
+	// ID of the operation (as the HTTP API reports it), when known.
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Kind of operation.
+	Kind OperationKind `json:"kind"`
+	// Result of the operation; empty while it runs.
+	// +optional
+	Result OperationResult `json:"result,omitempty"`
+	// StartedAt is when the operation started.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// FinishedAt is when the operation ended.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
+	// Changes counts the resource steps.
+	// +optional
+	Changes *ChangeCounts `json:"changes,omitempty"`
+	// Message is a short, non-secret summary (e.g. the first error line).
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// StackStatus is the status every TFRS kind shares: the state of its Pulumi stack.
+type StackStatus struct {
+	// ObservedGeneration is the metadata.generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions in kstatus style: Ready, Reconciling, Stalled.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// StackName is the Pulumi stack, e.g. "tenant.<ns>.<name>".
+	// +optional
+	StackName string `json:"stackName,omitempty"`
+
+	// ManagedBy is the door that owns the stack (operator, api or cli).
+	// +optional
+	ManagedBy ManagedBy `json:"managedBy,omitempty"`
+
+	// LastOperation is the last operation run on the stack.
+	// +optional
+	LastOperation *Operation `json:"lastOperation,omitempty"`
+
+	// Outputs are the stack's NON-SECRET outputs only (hosts, ports, names, URLs). Secret outputs
+	// (passwords, keys) never appear here; they stay encrypted in the stack state.
+	// +optional
+	Outputs map[string]string `json:"outputs,omitempty"`
+}
+
+// Condition types (kstatus).
+const (
+	// ConditionReady is True when the last `up` of the current generation succeeded.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the stack is being brought to the spec.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs a human (invalid spec, conflict, failure).
+	ConditionStalled = "Stalled"
+)
+
+// Condition reasons.
+const (
+	ReasonSucceeded                     = "Succeeded"
+	ReasonProgressing                   = "Progressing"
+	ReasonWaitingForParent              = "WaitingForParent"
+	ReasonUpdateConflict                = "UpdateConflict"
+	ReasonInvalidSpec                   = "InvalidSpec"
+	ReasonUpdateFailed                  = "UpdateFailed"
+	ReasonDependentsExist               = "DependentsExist"
+	ReasonPendingOperationNeedsDecision = "PendingOperationNeedsDecision"
+	ReasonDeleting                      = "Deleting"
+)

@@ -1,0 +1,288 @@
+/*
+Copyright 2026 The TFRS Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IngressMode is how the Istio ingress gateway is exposed.
+// +kubebuilder:validation:Enum=TKECLB;NodePort;DockerDesktop
+type IngressMode string
+
+// Ingress modes.
+const (
+	// IngressTKECLB exposes the gateway as a LoadBalancer Service on a Tencent TKE CLB.
+	IngressTKECLB IngressMode = "TKECLB"
+	// IngressNodePort exposes the gateway on fixed node ports.
+	IngressNodePort IngressMode = "NodePort"
+	// IngressDockerDesktop exposes the gateway as a LoadBalancer on Docker Desktop (localhost).
+	IngressDockerDesktop IngressMode = "DockerDesktop"
+)
+
+// IngressSpec configures the Istio ingress gateway Service.
+//
+// +kubebuilder:validation:XValidation:rule="self.mode != 'TKECLB' || (has(self.serviceAnnotations) && size(self.serviceAnnotations) > 0)",message="serviceAnnotations (the TKE CLB annotations) are required when mode is TKECLB",fieldPath=".serviceAnnotations"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'NodePort' || !has(self.httpPort)",message="httpPort is only valid when mode is NodePort",fieldPath=".httpPort"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'NodePort' || !has(self.httpsPort)",message="httpsPort is only valid when mode is NodePort",fieldPath=".httpsPort"
+// +kubebuilder:validation:XValidation:rule="!has(self.httpPort) || !has(self.httpsPort) || self.httpPort != self.httpsPort",message="httpPort and httpsPort must differ",fieldPath=".httpsPort"
+type IngressSpec struct {
+	// Mode of exposure. Defaults to NodePort.
+	// +kubebuilder:default=NodePort
+	// +optional
+	Mode IngressMode `json:"mode,omitempty"`
+
+	// ServiceAnnotations are put on the gateway Service. Required (non-empty) for TKECLB, where they
+	// carry the CLB settings, e.g. service.kubernetes.io/qcloud-loadbalancer-internal-subnetid.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	ServiceAnnotations map[string]string `json:"serviceAnnotations,omitempty"`
+
+	// HTTPPort is the fixed node port for HTTP (NodePort mode only). Defaults to 30080 in the program.
+	// +kubebuilder:validation:Minimum=30000
+	// +kubebuilder:validation:Maximum=32767
+	// +optional
+	HTTPPort *int32 `json:"httpPort,omitempty"`
+
+	// HTTPSPort is the fixed node port for HTTPS (NodePort mode only). Defaults to 30443 in the program.
+	// +kubebuilder:validation:Minimum=30000
+	// +kubebuilder:validation:Maximum=32767
+	// +optional
+	HTTPSPort *int32 `json:"httpsPort,omitempty"`
+}
+
+// NodePorts returns the HTTP and HTTPS node ports to use in NodePort mode, falling back to
+// DefaultNodePortHTTP and DefaultNodePortHTTPS.
+func (in IngressSpec) NodePorts() (http, https int32) {
+	http, https = DefaultNodePortHTTP, DefaultNodePortHTTPS
+	if in.HTTPPort != nil {
+		http = *in.HTTPPort
+	}
+	if in.HTTPSPort != nil {
+		https = *in.HTTPSPort
+	}
+	return http, https
+}
+
+// TLSIssuer is the kind of cert-manager issuer that signs the gateway certificate.
+// +kubebuilder:validation:Enum=SelfSigned;ACME;CA
+type TLSIssuer string
+
+// TLS issuers.
+const (
+	TLSSelfSigned TLSIssuer = "SelfSigned"
+	TLSACME       TLSIssuer = "ACME"
+	TLSCA         TLSIssuer = "CA"
+)
+
+// TLSSpec configures the certificate of *.<domain>.
+//
+// +kubebuilder:validation:XValidation:rule="self.issuer != 'ACME' || has(self.acme)",message="acme (email and server) is required when issuer is ACME",fieldPath=".acme"
+// +kubebuilder:validation:XValidation:rule="self.issuer == 'ACME' || !has(self.acme)",message="acme is only valid when issuer is ACME",fieldPath=".acme"
+// +kubebuilder:validation:XValidation:rule="self.issuer != 'CA' || has(self.ca)",message="ca (secretName) is required when issuer is CA",fieldPath=".ca"
+// +kubebuilder:validation:XValidation:rule="self.issuer == 'CA' || !has(self.ca)",message="ca is only valid when issuer is CA",fieldPath=".ca"
+type TLSSpec struct {
+	// Issuer kind. Defaults to SelfSigned.
+	// +kubebuilder:default=SelfSigned
+	// +optional
+	Issuer TLSIssuer `json:"issuer,omitempty"`
+
+	// ACME settings, required when issuer is ACME.
+	// +optional
+	ACME *ACMEIssuer `json:"acme,omitempty"`
+
+	// CA settings, required when issuer is CA.
+	// +optional
+	CA *CAIssuer `json:"ca,omitempty"`
+}
+
+// ACMEIssuer is an ACME (e.g. Let's Encrypt) account.
+type ACMEIssuer struct {
+	// Email of the ACME account.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:Pattern=`^[^@\s]+@[^@\s]+$`
+	Email string `json:"email"`
+
+	// Server is the ACME directory URL, e.g. https://acme-v02.api.letsencrypt.org/directory.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https://\S+$`
+	Server string `json:"server"`
+}
+
+// CAIssuer signs with a CA key pair kept in a Secret of the cert-manager namespace.
+type CAIssuer struct {
+	// SecretName of the kubernetes.io/tls Secret holding the CA certificate and key.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName"`
+}
+
+// ImageRegistrySpec points image pulls at a mirror and holds the pull credentials.
+type ImageRegistrySpec struct {
+	// Registry is a prefix that replaces the registry host of every image the operator deploys,
+	// e.g. "mirror.example.cn/tfrs" (air-gapped or mainland-China clusters). Empty keeps upstream.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9]([a-zA-Z0-9.:-]*[a-zA-Z0-9])?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$`
+	// +optional
+	Registry string `json:"registry,omitempty"`
+
+	// Credentials of the registry, turned into a kubernetes.io/dockerconfigjson Secret
+	// "{name}-pull-secret" shared with every tenant namespace.
+	// +optional
+	Credentials *RegistryCredentials `json:"credentials,omitempty"`
+}
+
+// RegistryCredentials log in to an image registry. Exactly one of password and
+// passwordSecretRef must be given.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.password) != has(self.passwordSecretRef)",message="exactly one of password and passwordSecretRef must be set"
+type RegistryCredentials struct {
+	// Name prefixes the pull Secret, "{name}-pull-secret". Defaults to "registry".
+	// +kubebuilder:default=registry
+	// +kubebuilder:validation:MaxLength=50
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// Server is the registry host, e.g. "ccr.ccs.tencentyun.com".
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Server string `json:"server"`
+
+	// Username to log in with.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Username string `json:"username"`
+
+	// Password in plain text. Discouraged: it is stored in the CR; prefer passwordSecretRef.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	Password string `json:"password,omitempty"`
+
+	// PasswordSecretRef reads the password from a Secret.
+	// +optional
+	PasswordSecretRef *SecretKeyRef `json:"passwordSecretRef,omitempty"`
+}
+
+// PullSecretName is the name of the image pull Secret, "{name}-pull-secret".
+func (in *RegistryCredentials) PullSecretName() string {
+	name := in.Name
+	if name == "" {
+		name = DefaultRegistrySecretName
+	}
+	return name + "-pull-secret"
+}
+
+// TFRClusterSpec is the cluster-level infrastructure.
+type TFRClusterSpec struct {
+	// Domain of the cluster; the API is served at api.<domain>.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Domain string `json:"domain"`
+
+	// Ingress gateway exposure.
+	// +kubebuilder:default={mode: NodePort}
+	// +optional
+	Ingress IngressSpec `json:"ingress,omitempty"`
+
+	// TLS issuer of the gateway certificate.
+	// +kubebuilder:default={issuer: SelfSigned}
+	// +optional
+	TLS TLSSpec `json:"tls,omitempty"`
+
+	// ImageRegistry mirror and pull credentials.
+	// +optional
+	ImageRegistry *ImageRegistrySpec `json:"imageRegistry,omitempty"`
+
+	// CertManager (Helm chart).
+	// +kubebuilder:default={}
+	// +optional
+	CertManager ComponentSource `json:"certManager,omitempty"`
+
+	// Istio base and istiod (Helm charts).
+	// +kubebuilder:default={}
+	// +optional
+	Istio ComponentSource `json:"istio,omitempty"`
+
+	// IstioIngress is the Istio ingress gateway (Helm chart).
+	// +kubebuilder:default={}
+	// +optional
+	IstioIngress ComponentSource `json:"istioIngress,omitempty"`
+
+	// CNPGOperator is the CloudNativePG operator (YAML manifest).
+	// +kubebuilder:default={}
+	// +optional
+	CNPGOperator ComponentSource `json:"cnpgOperator,omitempty"`
+
+	// MinIOOperator is the MinIO operator (Helm chart or YAML).
+	// +kubebuilder:default={}
+	// +optional
+	MinIOOperator ComponentSource `json:"minioOperator,omitempty"`
+
+	// RabbitMQOperator is the RabbitMQ cluster and topology operators (YAML manifests).
+	// +kubebuilder:default={}
+	// +optional
+	RabbitMQOperator ComponentSource `json:"rabbitmqOperator,omitempty"`
+}
+
+// TFRClusterStatus is the observed state of a TFRCluster.
+type TFRClusterStatus struct {
+	StackStatus `json:",inline"`
+}
+
+// TFRCluster is the cluster-level infrastructure of the TFRobot platform: Istio ingress, TLS,
+// middleware operators and image registry credentials. Its name must be a DNS-1123 label.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=tfrc,categories=tfrs
+// +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.spec.domain`
+// +kubebuilder:printcolumn:name="Ingress",type=string,JSONPath=`.spec.ingress.mode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (at most 63 lowercase alphanumerics or '-')"
+type TFRCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:validation:Required
+	Spec   TFRClusterSpec   `json:"spec"`
+	Status TFRClusterStatus `json:"status,omitempty"`
+}
+
+// TFRClusterList is a list of TFRCluster.
+//
+// +kubebuilder:object:root=true
+type TFRClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TFRCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TFRCluster{}, &TFRClusterList{})
+}
