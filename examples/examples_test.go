@@ -1,0 +1,46 @@
+// Package examples holds the CRs and HTTP bodies users copy. The test keeps them valid: every
+// example must decode strictly and pass the same Default() + Validate() as the API server.
+package examples
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/manifest"
+)
+
+func TestExamplesAreValid(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	kinds := map[string]bool{}
+	for _, f := range files {
+		objs, err := manifest.DecodeFile(f)
+		require.NoError(t, err)
+		require.NotEmpty(t, objs, f)
+		for _, o := range objs {
+			var errs field.ErrorList
+			switch x := o.(type) {
+			case *v1alpha1.TFRCluster:
+				x.Default()
+				errs = x.Validate()
+			case *v1alpha1.TFRTenant:
+				x.Default()
+				errs = x.Validate()
+				kinds[string(x.Spec.Type)] = true
+			case *v1alpha1.TFRServer:
+				x.Default()
+				errs = x.Validate()
+			}
+			require.Empty(t, errs, "%s: %s", f, o.GetName())
+			kinds[o.GetObjectKind().GroupVersionKind().Kind] = true
+		}
+	}
+	for _, k := range []string{"TFRCluster", "TFRTenant", "TFRServer", "enterprise", "personal"} {
+		require.True(t, kinds[k], "examples must show %s", k)
+	}
+}
