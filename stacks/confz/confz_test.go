@@ -9,10 +9,10 @@ import (
 
 func conns() Connections {
 	return Connections{
-		Postgres: Postgres{Host: "acme-pg-rw", Port: 5432, User: "app_user", Password: "pg-secret", DBName: "acme"},
-		Redis:    Redis{Host: "redis.acme.svc.cluster.local", Port: 6379, Password: "redis-secret"},
-		RabbitMQ: RabbitMQ{Host: "rabbitmq.acme.svc.cluster.local", Port: 5672, User: "user", Password: "p@ss/word", VHost: "acme"},
-		COS:      COS{Host: "minio.acme.svc.cluster.local", Port: 9000, AccessKey: "ak", SecretKey: "sk", Bucket: "acme"},
+		Postgres:        Postgres{Host: "acme-pg-rw", Port: 5432, User: "app_user", Password: "pg-secret", DBName: "acme"},
+		Redis:           Redis{Host: "redis.acme.svc.cluster.local", Port: 6379, Password: "redis-secret"},
+		RabbitMQ:        RabbitMQ{Host: "rabbitmq.acme.svc.cluster.local", Port: 5672, User: "user", Password: "p@ss/word", VHost: "acme"},
+		COS:             COS{Host: "minio.acme.svc.cluster.local", Port: 9000, AccessKey: "ak", SecretKey: "sk", Bucket: "acme"},
 		TracingEndpoint: "http://otel-collector.acme.svc.cluster.local:4317",
 	}
 }
