@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// CertManagerNamespace is where cert-manager runs; a CA issuer's key pair Secret must be here
+// (cert-manager's cluster resource namespace).
+const CertManagerNamespace = "cert-manager"
+
+// IssuerKind is the kind of ClusterIssuer to create.
+type IssuerKind string
+
+// Issuer kinds (the values of TFRCluster spec.tls.issuer).
+const (
+	IssuerSelfSigned IssuerKind = "SelfSigned"
+	IssuerACME       IssuerKind = "ACME"
+	IssuerCA         IssuerKind = "CA"
+)
+
+// CertManagerArgs configure the cert-manager component.
+type CertManagerArgs struct {
+	// Chart is the cert-manager chart.
+	Chart ChartRef
+	// IssuerName names the ClusterIssuer the gateway certificate is signed by.
+	IssuerName string
+	// Issuer is the kind of ClusterIssuer.
+	Issuer IssuerKind
+	// ACMEEmail and ACMEServer are required for IssuerACME.
+	ACMEEmail, ACMEServer string
+	// CASecretName is the kubernetes.io/tls Secret in CertManagerNamespace holding the CA for
+	// IssuerCA.
+	CASecretName string
+}
+
+// CertManager installs cert-manager (Helm, CRDs included) and the ClusterIssuer of the
+// cluster. The certificate for api.<domain> is requested by the Gateway component: Istio reads
+// a gateway's TLS Secret from the gateway workload's namespace, which exists only once
+// istio-ingress is installed, after this component.
+type CertManager struct {
+	pulumi.ResourceState
+
+	// IssuerName is the name of the ClusterIssuer.
+	IssuerName pulumi.StringOutput `pulumi:"issuerName"`
+}
+
+// NewCertManager creates the cert-manager component.
+func NewCertManager(ctx *pulumi.Context, name string, args *CertManagerArgs, opts ...pulumi.ResourceOption) (*CertManager, error) {
+	if args == nil {
+		return nil, fmt.Errorf("cert-manager: nil args")
+	}
+	issuerSpec, err := args.issuerSpec()
+	if err != nil {
+		return nil, err
+	}
+	c := &CertManager{}
+	if err := ctx.RegisterComponentResource(CertManagerType, name, c, opts...); err != nil {
+		return nil, err
+	}
+	ns, err := newNamespace(ctx, c, name+"-namespace", CertManagerNamespace)
+	if err != nil {
+		return nil, err
+	}
+	chart, err := newChart(ctx, c, name+"-chart", "cert-manager", ns.Metadata.Name().Elem(), args.Chart, map[string]any{
+		// The CRDs are templates of the chart (since v1.15), rendered with everything else.
+		// Not kept on delete: TFRS owns their lifecycle, and destroy must leave nothing
+		// behind (certificates are re-issued on the next install).
+		"crds": map[string]any{"enabled": true, "keep": false},
+		// Its only Helm hook: a post-install Job that just waits for the webhook. Rendered
+		// client-side it would be an ordinary Job racing the install, so it is off.
+		"startupapicheck": map[string]any{"enabled": false},
+	})
+	if err != nil {
+		return nil, err
+	}
+	issuer, err := apiextensions.NewCustomResource(ctx, name+"-issuer", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(certManagerV1),
+		Kind:       pulumi.String("ClusterIssuer"),
+		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(args.IssuerName)},
+		OtherFields: map[string]any{
+			"spec": issuerSpec,
+		},
+	}, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{chart}))
+	if err != nil {
+		return nil, err
+	}
+	c.IssuerName = issuer.Metadata.Name().Elem()
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"issuerName": c.IssuerName})
+}
+
+func (a *CertManagerArgs) issuerSpec() (map[string]any, error) {
+	if a.IssuerName == "" {
+		return nil, fmt.Errorf("cert-manager: issuer name is required")
+	}
+	switch a.Issuer {
+	case IssuerSelfSigned, "":
+		return map[string]any{"selfSigned": map[string]any{}}, nil
+	case IssuerACME:
+		if a.ACMEEmail == "" || a.ACMEServer == "" {
+			return nil, fmt.Errorf("cert-manager: ACME issuer needs an email and a server")
+		}
+		return map[string]any{"acme": map[string]any{
+			"email":               a.ACMEEmail,
+			"server":              a.ACMEServer,
+			"privateKeySecretRef": map[string]any{"name": a.IssuerName + "-account-key"},
+			// HTTP-01 through Istio's Ingress support (istiod's ingressClass "istio",
+			// pointed at the istio-ingress gateway by the Istio component).
+			"solvers": []any{map[string]any{"http01": map[string]any{"ingress": map[string]any{"ingressClassName": "istio"}}}},
+		}}, nil
+	case IssuerCA:
+		if a.CASecretName == "" {
+			return nil, fmt.Errorf("cert-manager: CA issuer needs a secret name")
+		}
+		return map[string]any{"ca": map[string]any{"secretName": a.CASecretName}}, nil
+	default:
+		return nil, fmt.Errorf("cert-manager: unknown issuer kind %q", a.Issuer)
+	}
+}

@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Names of the API entry. The Gateway and the certificate Secret live in IngressNamespace:
+// Istio reads a gateway's TLS Secret from the namespace of the gateway pods.
+const (
+	APIGatewayName   = "tfrs-api"
+	APITLSSecretName = "tfrs-api-tls"
+	apiCertName      = "tfrs-api"
+)
+
+// APIHost is the host of the TFRobot API: "api.<domain>".
+func APIHost(domain string) string { return "api." + domain }
+
+// GatewayRef is how a VirtualService names the API Gateway: "<namespace>/<name>".
+func GatewayRef() string { return IngressNamespace + "/" + APIGatewayName }
+
+// GatewayArgs configure the gateway component.
+type GatewayArgs struct {
+	// Domain of the cluster; the Gateway serves APIHost(Domain).
+	Domain string
+	// IssuerName is the ClusterIssuer that signs the certificate (from the cert-manager
+	// component).
+	IssuerName string
+	// Wildcard adds *.<domain> to the certificate. Not with ACME HTTP-01, which cannot prove
+	// wildcard names.
+	Wildcard bool
+}
+
+// Gateway is the Istio Gateway for api.<domain>: HTTPS with the cert-manager certificate it
+// requests, and HTTP answered with a redirect to HTTPS.
+type Gateway struct {
+	pulumi.ResourceState
+
+	// Host served, "api.<domain>".
+	Host pulumi.StringOutput `pulumi:"host"`
+	// GatewayRef is "<namespace>/<name>" of the Istio Gateway.
+	GatewayRef pulumi.StringOutput `pulumi:"gatewayRef"`
+	// TLSSecretName is the Secret cert-manager writes the certificate to.
+	TLSSecretName pulumi.StringOutput `pulumi:"tlsSecretName"`
+}
+
+// NewGateway creates the gateway component.
+func NewGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts ...pulumi.ResourceOption) (*Gateway, error) {
+	if args == nil || args.Domain == "" || args.IssuerName == "" {
+		return nil, fmt.Errorf("gateway: domain and issuer name are required")
+	}
+	c := &Gateway{}
+	if err := ctx.RegisterComponentResource(GatewayType, name, c, opts...); err != nil {
+		return nil, err
+	}
+	host := APIHost(args.Domain)
+	dnsNames := []any{host}
+	if args.Wildcard {
+		dnsNames = append(dnsNames, "*."+args.Domain)
+	}
+	// Istio serves the Gateway as soon as the Secret appears, so the two need no order.
+	if _, err := apiextensions.NewCustomResource(ctx, name+"-certificate", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(certManagerV1),
+		Kind:       pulumi.String("Certificate"),
+		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(apiCertName), Namespace: pulumi.String(IngressNamespace)},
+		OtherFields: map[string]any{
+			"spec": pulumi.Map{
+				"secretName": pulumi.String(APITLSSecretName),
+				"commonName": pulumi.String(host),
+				"dnsNames":   pulumi.ToArray(dnsNames),
+				"issuerRef": pulumi.Map{
+					"group": pulumi.String("cert-manager.io"),
+					"kind":  pulumi.String("ClusterIssuer"),
+					"name":  pulumi.String(args.IssuerName),
+				},
+			},
+		},
+	}, pulumi.Parent(c)); err != nil {
+		return nil, err
+	}
+	gw, err := apiextensions.NewCustomResource(ctx, name+"-gateway", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(istioNetworkingV1),
+		Kind:       pulumi.String("Gateway"),
+		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(APIGatewayName), Namespace: pulumi.String(IngressNamespace)},
+		OtherFields: map[string]any{
+			"spec": map[string]any{
+				"selector": map[string]any{IngressSelectorLabel: IngressSelectorValue},
+				"servers": []any{
+					map[string]any{
+						"port":  map[string]any{"number": IngressHTTPPort, "name": "http", "protocol": "HTTP"},
+						"hosts": []any{host},
+						"tls":   map[string]any{"httpsRedirect": true},
+					},
+					map[string]any{
+						"port":  map[string]any{"number": IngressHTTPSPort, "name": "https", "protocol": "HTTPS"},
+						"hosts": []any{host},
+						"tls":   map[string]any{"mode": "SIMPLE", "credentialName": APITLSSecretName},
+					},
+				},
+			},
+		},
+	}, pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	c.Host = pulumi.String(host).ToStringOutput()
+	c.GatewayRef = pulumi.All(gw.Metadata.Namespace().Elem(), gw.Metadata.Name().Elem()).ApplyT(func(v []any) string {
+		return v[0].(string) + "/" + v[1].(string)
+	}).(pulumi.StringOutput)
+	c.TLSSecretName = pulumi.String(APITLSSecretName).ToStringOutput()
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
+		"host":          c.Host,
+		"gatewayRef":    c.GatewayRef,
+		"tlsSecretName": c.TLSSecretName,
+	})
+}

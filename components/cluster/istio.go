@@ -1,0 +1,81 @@
+package cluster
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// IstioNamespace is where istiod runs and where mesh-wide Istio config (Telemetry) lives.
+const IstioNamespace = "istio-system"
+
+// TracingProvider is a mesh extension provider that receives traces over OTLP/gRPC.
+type TracingProvider struct {
+	// Name is how Telemetry resources refer to it.
+	Name string
+	// Service is the collector's host, e.g. "otel-collector.observability.svc.cluster.local".
+	Service string
+	// Port is the collector's OTLP/gRPC port.
+	Port int
+}
+
+// IstioArgs configure the Istio component.
+type IstioArgs struct {
+	// Base is the istio "base" chart (CRDs, cluster roles); Istiod the "istiod" chart.
+	Base, Istiod ChartRef
+	// Ingress is the gateway that serves Kubernetes Ingress objects of class "istio" (ACME
+	// HTTP-01 challenges): its Service name and its "istio" label value.
+	IngressService, IngressSelector string
+	// Tracing is the mesh's tracing provider, used by the istio-telemetry component.
+	Tracing TracingProvider
+}
+
+// Istio installs the Istio control plane: base (CRDs) then istiod, both Helm charts.
+type Istio struct {
+	pulumi.ResourceState
+
+	// Namespace of istiod.
+	Namespace pulumi.StringOutput `pulumi:"namespace"`
+}
+
+// NewIstio creates the Istio component.
+func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.ResourceOption) (*Istio, error) {
+	if args == nil {
+		return nil, fmt.Errorf("istio: nil args")
+	}
+	c := &Istio{}
+	if err := ctx.RegisterComponentResource(IstioType, name, c, opts...); err != nil {
+		return nil, err
+	}
+	ns, err := newNamespace(ctx, c, name+"-namespace", IstioNamespace)
+	if err != nil {
+		return nil, err
+	}
+	nsName := ns.Metadata.Name().Elem()
+	base, err := newChart(ctx, c, name+"-base", "istio-base", nsName, args.Base, map[string]any{
+		"defaultRevision": "default",
+	})
+	if err != nil {
+		return nil, err
+	}
+	mesh := map[string]any{
+		"ingressClass":          "istio",
+		"ingressControllerMode": "STRICT",
+		"ingressService":        args.IngressService,
+		"ingressSelector":       args.IngressSelector,
+	}
+	if t := args.Tracing; t.Name != "" {
+		mesh["extensionProviders"] = []any{map[string]any{
+			"name":          t.Name,
+			"opentelemetry": map[string]any{"service": t.Service, "port": t.Port},
+		}}
+	}
+	// istiod registers webhooks that validate Istio's CRs, so the CRDs must be there first.
+	if _, err := newChart(ctx, c, name+"-istiod", "istiod", nsName, args.Istiod, map[string]any{
+		"meshConfig": mesh,
+	}, pulumi.DependsOn([]pulumi.Resource{base})); err != nil {
+		return nil, err
+	}
+	c.Namespace = nsName
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": c.Namespace})
+}

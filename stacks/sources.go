@@ -1,0 +1,313 @@
+package stacks
+
+// Every chart and manifest the cluster stack installs, pinned here and nowhere else, and the
+// rules by which a TFRCluster overrides them (air-gapped and mainland-China clusters point
+// them at mirrors or local copies).
+//
+// Override rules, per component (TFRCluster spec.<component>, a v1alpha1.ComponentSource):
+//
+//   - version: replaces the pinned version of the component's artifacts, except those pinned
+//     on their own (the RabbitMQ topology operator, released on its own schedule). Ignored with
+//     localPath: the chart or file on disk is what it is. istioIngress without a version follows
+//     istio's, so the gateway proxy matches istiod.
+//   - chartRepo (Helm components): an http(s) repository holding the same chart names
+//     (repo + chart + version), or an oci:// registry path under which each chart is
+//     <chartRepo>/<chart> (as Helm addresses OCI charts).
+//   - manifestURL (manifest components): the manifest's URL, http(s) or file://. A component
+//     with several manifests (RabbitMQ) takes a base URL instead; each manifest is then
+//     <manifestURL>/<upstream file name>.
+//   - localPath: a chart directory or archive, or a manifest file. A component with several
+//     charts or manifests (Istio: base, istiod; RabbitMQ) takes a directory holding each under
+//     its upstream name (<localPath>/base, <localPath>/istiod, <localPath>/cluster-operator.yml …).
+//   - values (Helm components): merged over the operator's own values and the mirror values.
+//     Istio's go to istiod (the chart with the mesh settings). Ignored for manifests, as the CRD
+//     says.
+//   - chartRepo on a manifest component and manifestURL on a Helm component are errors.
+//
+// Images: spec.imageRegistry.registry is a prefix that replaces the registry host of every image
+// (MirrorImage). Charts get it as values (mirrorValues below; Istio's hub also covers the
+// injected sidecars and the gateway); manifests get it by rewriting the pod templates they
+// contain (cluster.ImageTransform).
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/cluster"
+)
+
+// SourceKind is how a component is delivered.
+type SourceKind string
+
+// Source kinds.
+const (
+	SourceHelm     SourceKind = "helm"
+	SourceManifest SourceKind = "manifest"
+)
+
+// Artifact is one chart or manifest of a component.
+type Artifact struct {
+	// Name is the chart name, or the manifest's upstream file name (its name under a
+	// multi-manifest localPath or manifestURL).
+	Name string
+	// URL is the upstream manifest URL; "{version}" is replaced by the version.
+	URL string
+	// Version pins this artifact on its own; empty means the component's (overridable) version.
+	Version string
+	// TakesValues marks the chart that receives the spec's values.
+	TakesValues bool
+}
+
+// PinnedSource is the built-in source of a cluster component.
+type PinnedSource struct {
+	// Component is the node id (ClusterCertManager …).
+	Component string
+	Kind      SourceKind
+	// Repo is the upstream chart repository (Helm).
+	Repo string
+	// Version is the pinned version of the artifacts that have none of their own.
+	Version   string
+	Artifacts []Artifact
+	// Images are the upstream images the component runs (what a mirror must hold).
+	Images []string
+	// mirrorValues are the Helm values that move the chart's images to the mirror, by chart.
+	mirrorValues func(mirror func(string) string) map[string]map[string]any
+}
+
+const istioChartRepo = "https://istio-release.storage.googleapis.com/charts"
+
+// pinnedSources is THE table of versions. Bump a version here; nothing else names one.
+var pinnedSources = map[string]PinnedSource{
+	ClusterCertManager: {
+		Component: ClusterCertManager, Kind: SourceHelm,
+		Repo: "https://charts.jetstack.io", Version: "v1.16.2",
+		Artifacts: []Artifact{{Name: "cert-manager", TakesValues: true}},
+		Images: []string{
+			"quay.io/jetstack/cert-manager-controller", "quay.io/jetstack/cert-manager-webhook",
+			"quay.io/jetstack/cert-manager-cainjector", "quay.io/jetstack/cert-manager-acmesolver",
+			"quay.io/jetstack/cert-manager-startupapicheck",
+		},
+		mirrorValues: func(m func(string) string) map[string]map[string]any {
+			repo := func(img string) map[string]any {
+				return map[string]any{"image": map[string]any{"repository": m("quay.io/jetstack/" + img)}}
+			}
+			v := repo("cert-manager-controller")
+			v["webhook"] = repo("cert-manager-webhook")
+			v["cainjector"] = repo("cert-manager-cainjector")
+			v["acmesolver"] = repo("cert-manager-acmesolver")
+			v["startupapicheck"] = repo("cert-manager-startupapicheck")
+			return map[string]map[string]any{"cert-manager": v}
+		},
+	},
+	ClusterIstio: {
+		Component: ClusterIstio, Kind: SourceHelm,
+		Repo: istioChartRepo, Version: "1.24.2",
+		Artifacts: []Artifact{{Name: "base"}, {Name: "istiod", TakesValues: true}},
+		Images:    []string{"docker.io/istio/pilot", "docker.io/istio/proxyv2"},
+		mirrorValues: func(m func(string) string) map[string]map[string]any {
+			// The hub also names the proxy image injected into sidecars and gateways.
+			return map[string]map[string]any{"istiod": {"global": map[string]any{"hub": m("docker.io/istio")}}}
+		},
+	},
+	ClusterIstioIngress: {
+		Component: ClusterIstioIngress, Kind: SourceHelm,
+		Repo: istioChartRepo, Version: "1.24.2",
+		// The gateway's image is "auto": istiod injects proxyv2 from its hub.
+		Artifacts: []Artifact{{Name: "gateway", TakesValues: true}},
+	},
+	ClusterCNPGOperator: {
+		Component: ClusterCNPGOperator, Kind: SourceManifest, Version: "1.25.0",
+		Artifacts: []Artifact{{
+			Name: "cnpg.yaml",
+			URL:  "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v{version}/cnpg-{version}.yaml",
+		}},
+		Images: []string{"ghcr.io/cloudnative-pg/cloudnative-pg"},
+	},
+	ClusterMinIOOperator: {
+		Component: ClusterMinIOOperator, Kind: SourceHelm,
+		Repo: "https://operator.min.io", Version: "6.0.4",
+		Artifacts: []Artifact{{Name: "operator", TakesValues: true}},
+		Images:    []string{"quay.io/minio/operator"},
+		mirrorValues: func(m func(string) string) map[string]map[string]any {
+			return map[string]map[string]any{"operator": {"operator": map[string]any{"image": map[string]any{"repository": m("quay.io/minio/operator")}}}}
+		},
+	},
+	ClusterRabbitMQOperator: {
+		Component: ClusterRabbitMQOperator, Kind: SourceManifest, Version: "2.11.0",
+		Artifacts: []Artifact{
+			{Name: "cluster-operator.yml", URL: "https://github.com/rabbitmq/cluster-operator/releases/download/v{version}/cluster-operator.yml"},
+			// The variant whose webhook certificate cert-manager issues (the plain one expects
+			// a hand-made Secret).
+			{Name: "messaging-topology-operator-with-certmanager.yaml", Version: "1.15.0",
+				URL: "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v{version}/messaging-topology-operator-with-certmanager.yaml"},
+		},
+		Images: []string{"docker.io/rabbitmqoperator/cluster-operator", "docker.io/rabbitmqoperator/messaging-topology-operator"},
+	},
+}
+
+// PinnedClusterSources lists the built-in sources, by component id (for docs and `tfrs`).
+func PinnedClusterSources() []PinnedSource {
+	out := make([]PinnedSource, 0, len(pinnedSources))
+	for _, s := range pinnedSources {
+		s.Artifacts = append([]Artifact(nil), s.Artifacts...)
+		s.Images = append([]string(nil), s.Images...)
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Component < out[j].Component })
+	return out
+}
+
+// MirrorImage moves an image under a mirror prefix: the registry host is replaced by prefix,
+// Docker Hub's implicit "library/" is made explicit. "quay.io/jetstack/x:v1" with
+// "mirror.example.cn/tfrs" gives "mirror.example.cn/tfrs/jetstack/x:v1"; "rabbitmq:3" gives
+// "mirror.example.cn/tfrs/library/rabbitmq:3". An empty prefix, or an image already under it,
+// is returned unchanged.
+func MirrorImage(prefix, image string) string {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" || image == "" || strings.HasPrefix(image, prefix+"/") {
+		return image
+	}
+	path := image
+	first, rest, found := strings.Cut(image, "/")
+	switch {
+	case !found:
+		path = "library/" + image
+	case strings.ContainsAny(first, ".:") || first == "localhost":
+		path = rest
+	}
+	return prefix + "/" + path
+}
+
+// resolveCharts turns a component's pinned source and its spec override into chart
+// references, one per artifact, in the table's order.
+func resolveCharts(id string, spec v1alpha1.ComponentSource, imageMirror string) ([]cluster.ChartRef, error) {
+	src, err := pinned(id, SourceHelm)
+	if err != nil {
+		return nil, err
+	}
+	if spec.ManifestURL != "" {
+		return nil, fmt.Errorf("%s: manifestURL does not apply to a Helm component; use chartRepo or localPath", id)
+	}
+	userValues, err := specValues(id, spec)
+	if err != nil {
+		return nil, err
+	}
+	var mirrorValues map[string]map[string]any
+	if imageMirror != "" && src.mirrorValues != nil {
+		mirrorValues = src.mirrorValues(func(img string) string { return MirrorImage(imageMirror, img) })
+	}
+	refs := make([]cluster.ChartRef, 0, len(src.Artifacts))
+	for _, a := range src.Artifacts {
+		ref := cluster.ChartRef{Version: src.version(a, spec)}
+		switch repo := strings.TrimSuffix(spec.ChartRepo, "/"); {
+		case spec.LocalPath != "":
+			ref.Chart, ref.Version = src.local(spec.LocalPath, a), ""
+		case strings.HasPrefix(repo, "oci://"):
+			ref.Chart = repo + "/" + a.Name
+		case repo != "":
+			ref.Repo, ref.Chart = repo, a.Name
+		case strings.HasPrefix(src.Repo, "oci://"):
+			ref.Chart = src.Repo + "/" + a.Name
+		default:
+			ref.Repo, ref.Chart = src.Repo, a.Name
+		}
+		ref.Values = mirrorValues[a.Name]
+		if a.TakesValues {
+			ref.Values = cluster.MergeValues(ref.Values, userValues)
+		}
+		refs = append(refs, ref)
+	}
+	return refs, nil
+}
+
+// resolveManifests turns a component's pinned source and its spec override into manifest
+// references, one per artifact, in the table's order.
+func resolveManifests(id string, spec v1alpha1.ComponentSource) ([]cluster.ManifestRef, error) {
+	src, err := pinned(id, SourceManifest)
+	if err != nil {
+		return nil, err
+	}
+	if spec.ChartRepo != "" {
+		return nil, fmt.Errorf("%s: chartRepo does not apply to a manifest component; use manifestURL or localPath", id)
+	}
+	refs := make([]cluster.ManifestRef, 0, len(src.Artifacts))
+	for _, a := range src.Artifacts {
+		var file string
+		switch {
+		case spec.LocalPath != "":
+			file = src.local(spec.LocalPath, a)
+		case spec.ManifestURL != "":
+			file = spec.ManifestURL
+			if len(src.Artifacts) > 1 {
+				file = strings.TrimSuffix(file, "/") + "/" + a.Name
+			}
+			if file, err = localFileURL(file); err != nil {
+				return nil, fmt.Errorf("%s: manifestURL: %w", id, err)
+			}
+		default:
+			file = strings.ReplaceAll(a.URL, "{version}", strings.TrimPrefix(src.version(a, spec), "v"))
+		}
+		refs = append(refs, cluster.ManifestRef{File: file})
+	}
+	return refs, nil
+}
+
+func pinned(id string, kind SourceKind) (PinnedSource, error) {
+	src, ok := pinnedSources[id]
+	if !ok || src.Kind != kind {
+		return PinnedSource{}, fmt.Errorf("no pinned %s source for component %q", kind, id)
+	}
+	return src, nil
+}
+
+func (s PinnedSource) version(a Artifact, spec v1alpha1.ComponentSource) string {
+	switch {
+	case a.Version != "":
+		return a.Version
+	case spec.Version != "":
+		return spec.Version
+	default:
+		return s.Version
+	}
+}
+
+// local is where an artifact sits under a localPath: the path itself for a one-artifact
+// component, <localPath>/<name> otherwise.
+func (s PinnedSource) local(localPath string, a Artifact) string {
+	if len(s.Artifacts) == 1 {
+		return localPath
+	}
+	return filepath.Join(localPath, a.Name)
+}
+
+// localFileURL turns a file:// URL into a path (the provider reads paths and http(s) URLs).
+func localFileURL(raw string) (string, error) {
+	if !strings.HasPrefix(raw, "file://") {
+		return raw, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", fmt.Errorf("file URL %q names a remote host", raw)
+	}
+	return u.Path, nil
+}
+
+// specValues decodes spec.values, which must be an object.
+func specValues(id string, spec v1alpha1.ComponentSource) (map[string]any, error) {
+	if spec.Values == nil || len(spec.Values.Raw) == 0 {
+		return nil, nil
+	}
+	var v map[string]any
+	if err := json.Unmarshal(spec.Values.Raw, &v); err != nil {
+		return nil, fmt.Errorf("%s: values must be an object: %w", id, err)
+	}
+	return v, nil
+}
