@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/blang/semver"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+)
+
+// pulumiCLI runs the Pulumi CLI for the Automation API. It replaces auto's default command so
+// the engine owns three things: the environment (inherited Pulumi variables are dropped), the
+// cancel path (SIGINT, then CancelGrace for Pulumi to finish in-flight steps and save state,
+// instead of auto's 10 s before SIGKILL), and accounting (time spent in the CLI, for the
+// benchmarks' engine-overhead numbers).
+type pulumiCLI struct {
+	bin     string
+	version semver.Version
+	grace   time.Duration
+	env     func() map[string]string
+
+	calls atomic.Int64
+	nanos atomic.Int64
+}
+
+var _ auto.PulumiCommand = (*pulumiCLI)(nil)
+
+func newPulumiCLI(ctx context.Context, bin string, grace time.Duration, env func() map[string]string) (*pulumiCLI, error) {
+	c := &pulumiCLI{bin: bin, grace: grace, env: env}
+	out, _, _, err := c.Run(ctx, os.TempDir(), nil, nil, nil, nil, "version")
+	if err != nil {
+		return nil, fmt.Errorf("%w: `%s version` failed: %v; run `make tools`", ErrToolsMissing, bin, err)
+	}
+	v, err := semver.ParseTolerant(strings.TrimSpace(out))
+	if err != nil {
+		// A CLI built without the version ldflag reports "v0.0.0-dev" or garbage; the
+		// Automation API then refuses features it cannot prove the CLI has.
+		return nil, fmt.Errorf("%w: %s reports version %q: build it with `make tools`", ErrToolsMissing, bin, strings.TrimSpace(out))
+	}
+	c.version = v
+	return c, nil
+}
+
+func (c *pulumiCLI) Version() semver.Version { return c.version }
+
+// Run mirrors auto's command (non-interactive, PULUMI_AUTOMATION_API) with the engine's env.
+func (c *pulumiCLI) Run(ctx context.Context, workdir string, stdin io.Reader,
+	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
+) (string, string, int, error) {
+	if !slices.Contains(args, "--non-interactive") {
+		args = append([]string{"--non-interactive"}, args...)
+	}
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Dir = workdir
+	cmd.Env = c.environ(additionalEnv)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = io.MultiWriter(append(additionalOutput, &stdout)...)
+	cmd.Stderr = io.MultiWriter(append(additionalErrorOutput, &stderr)...)
+	cmd.Stdin = stdin
+	// Pulumi's cancel path: the first SIGINT makes it stop scheduling steps, let in-flight ones
+	// finish, write the checkpoint and release the lock. Only after the grace period is it
+	// killed (which leaves pending operations that the next run recovers).
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGINT) }
+	cmd.WaitDelay = c.grace
+
+	start := time.Now()
+	err := cmd.Run()
+	c.calls.Add(1)
+	c.nanos.Add(int64(time.Since(start)))
+	code := -2
+	if err == nil {
+		code = 0
+	} else if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	return stdout.String(), stderr.String(), code, err
+}
+
+// environ is the process env minus the variables the engine controls, plus the engine's env,
+// plus per-call additions (auto's PULUMI_DEBUG_COMMANDS and workspace env vars) — later wins.
+func (c *pulumiCLI) environ(additional []string) []string {
+	drop := map[string]bool{}
+	for _, k := range controlledEnv {
+		drop[k] = true
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	if c.env != nil {
+		for k, v := range c.env() {
+			env = append(env, k+"="+v)
+		}
+	}
+	env = append(env, additional...)
+	env = append(env, "PULUMI_AUTOMATION_API=true")
+	return dedupEnv(env)
+}
+
+// dedupEnv keeps the last value of each key, so appended settings override inherited ones
+// regardless of how the child's libc resolves duplicates.
+func dedupEnv(env []string) []string {
+	last := map[string]int{}
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		last[k] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if last[k] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Stats report CLI usage since the engine started.
+type Stats struct {
+	CLICalls int64         // CLI processes run
+	CLITime  time.Duration // wall time spent waiting on them
+}

@@ -1,0 +1,20 @@
+// Package engine is the only place in tfrs that drives Pulumi. The operator, the HTTP API and
+// the CLI call it; none of them touch the Automation API directly. Everything that makes stack
+// operations safe lives here:
+//
+//   - one operation per stack at a time in this process, and a global limit on concurrent
+//     operations (locks.go);
+//   - a backend lock held by a live process elsewhere maps to [ErrConflict]; a lock whose owner
+//     is provably gone (same host, pid dead or reused) is broken (locks.go);
+//   - interrupted runs are recovered before the next mutation: pending creates of plain
+//     Kubernetes objects are adopted and refreshed, data-bearing kinds stop with
+//     [ErrPendingNeedsDecision] (recovery.go);
+//   - typed results and a typed progress stream (results.go, events.go), with secret values
+//     never exposed unless asked for, and redacted from every message (redact.go);
+//   - the Pulumi CLI and the Kubernetes provider come from the tools cache and never touch
+//     the network (backend.go, command.go);
+//   - stable generated credentials (credentials.go) and stack naming (names.go).
+//
+// Programs stay outside: every operation takes a pulumi.RunFunc, run as an Automation API
+// inline program (the Go language host is not shipped).
+package engine

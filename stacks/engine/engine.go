@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/workspace"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// ProjectName is the one Pulumi project every tfrs stack belongs to.
+const ProjectName = "tfrs"
+
+// TagManagedBy is the stack tag recording which door created a stack.
+const TagManagedBy = "tfrs.io/managed-by"
+
+// ManagedBy names the door that created a stack. The HTTP API refuses to mutate stacks the
+// operator manages (their source of truth is a CR).
+type ManagedBy string
+
+const (
+	ManagedByOperator ManagedBy = "operator"
+	ManagedByAPI      ManagedBy = "api"
+	ManagedByCLI      ManagedBy = "cli"
+)
+
+// ConfigValue is one stack config value. Keys without a namespace get "tfrs:".
+type ConfigValue struct {
+	Value  string
+	Secret bool
+}
+
+// Decision resolves an interrupted create of a data-bearing object.
+type Decision string
+
+const (
+	// DecisionAdopt takes the object into the stack if it exists (a refresh follows, so a
+	// missing object simply drops out and is created by the next up).
+	DecisionAdopt Decision = "adopt"
+	// DecisionForget drops the interrupted create from the stack and leaves whatever exists in
+	// the cluster untouched and unmanaged.
+	DecisionForget Decision = "forget"
+)
+
+// Request is one operation on one stack.
+type Request struct {
+	// Stack is the stack name (see ClusterStack, TenantStack, ServerStack).
+	Stack string
+	// Program is the inline Pulumi program. Required for Up and Preview; Refresh and Destroy
+	// run without it when nil (neither runs the program).
+	Program pulumi.RunFunc
+	// ManagedBy is recorded as the stack's tfrs.io/managed-by tag when the stack is created
+	// (or has no tag yet). It is never overwritten.
+	ManagedBy ManagedBy
+	// Config is stack config (e.g. provider settings), written before the operation.
+	Config map[string]ConfigValue
+	// Env is added to the CLI's and the providers' environment for this operation.
+	Env map[string]string
+	// Sink receives progress events; nil discards them.
+	Sink Sink
+	// Rotate names generated credentials (see Credential) to regenerate in this run.
+	Rotate []string
+	// Decisions resolve interrupted creates of data-bearing objects, by URN.
+	Decisions map[string]Decision
+	// Message is recorded in the stack history.
+	Message string
+}
+
+// Engine runs stack operations. It is safe for concurrent use; create one per process.
+type Engine struct {
+	opts     *resolved
+	cli      *pulumiCLI
+	project  workspace.Project
+	workRoot string
+	red      *redactor
+
+	mu      sync.Mutex
+	slots   map[string]*slot
+	readWS  auto.Workspace
+	sem     chan struct{}
+	closed  chan struct{}
+	running sync.WaitGroup
+	once    sync.Once
+}
+
+// New validates options, finds the tools and checks the CLI. It fails with ErrToolsMissing
+// (naming `make tools`) when the Pulumi CLI or the Kubernetes provider is missing, and with
+// ErrNoPassphrase when secrets would be unprotected.
+func New(ctx context.Context, o Options) (*Engine, error) {
+	r, err := resolveOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		opts:   r,
+		red:    newRedactor(nil),
+		slots:  map[string]*slot{},
+		sem:    make(chan struct{}, r.MaxConcurrent),
+		closed: make(chan struct{}),
+	}
+	if r.passphrase != nil {
+		e.red.add(*r.passphrase)
+	}
+	base := r.baseEnv()
+	if e.cli, err = newPulumiCLI(ctx, r.pulumiBin, r.CancelGrace, func() map[string]string { return base }); err != nil {
+		return nil, err
+	}
+	workBase := filepath.Join(r.StateDir, "work")
+	if err := os.MkdirAll(workBase, 0o700); err != nil {
+		return nil, fmt.Errorf("create work dir: %w", err)
+	}
+	if e.workRoot, err = os.MkdirTemp(workBase, "engine-"); err != nil {
+		return nil, fmt.Errorf("create work dir: %w", err)
+	}
+	e.project = workspace.Project{
+		Name:    tokens.PackageName(ProjectName),
+		Runtime: workspace.NewProjectRuntimeInfo("go", nil),
+		Main:    e.workRoot,
+		// The provider is a project plugin with a path, so the CLI loads our build and never
+		// looks for (or downloads) one of its own. No version: it matches whatever version the
+		// SDK asks for, which is the one the tools build stamps anyway.
+		Plugins: &workspace.Plugins{Providers: []workspace.PluginOptions{{
+			Name: "kubernetes",
+			Path: filepath.Dir(r.providerBin),
+		}}},
+	}
+	return e, nil
+}
+
+// Close waits for running operations and removes scratch workspaces. State is untouched.
+func (e *Engine) Close() error {
+	e.once.Do(func() { close(e.closed) })
+	e.running.Wait()
+	return os.RemoveAll(e.workRoot)
+}
+
+// BackendURL is the resolved state backend.
+func (e *Engine) BackendURL() string { return e.opts.BackendURL }
+
+// Stats reports CLI usage (processes and wall time) since New.
+func (e *Engine) Stats() Stats {
+	return Stats{CLICalls: e.cli.calls.Load(), CLITime: timeDuration(e.cli.nanos.Load())}
+}
+
+// stackWorkspace is a stack's cached Automation API workspace: selecting a stack costs a CLI
+// process, so it is done once per engine and stack.
+type stackWorkspace struct {
+	ws      auto.Workspace
+	st      auto.Stack
+	envKeys []string
+	config  string // fingerprint of the last config written
+	// tagKnown: the stack's tags were read (or it was created here, so it has none);
+	// tagged: the managed-by tag is known to be set.
+	tagKnown, tagged bool
+}
+
+// open returns the stack's workspace, selecting or (when create) creating the stack.
+func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, create bool, by ManagedBy) (*stackWorkspace, error) {
+	if s.ws == nil {
+		sw, err := e.openWorkspace(ctx, op, name, create)
+		if err != nil {
+			return nil, err
+		}
+		s.ws = sw
+	}
+	if err := e.ensureTag(ctx, op, s.ws, name, by); err != nil {
+		return nil, err
+	}
+	return s.ws, nil
+}
+
+func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, create bool) (*stackWorkspace, error) {
+	dir := filepath.Join(e.workRoot, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ws, err := auto.NewLocalWorkspace(ctx,
+		auto.WorkDir(dir),
+		auto.Pulumi(e.cli),
+		auto.Project(e.project),
+		auto.SecretsProvider(e.opts.SecretsProvider),
+	)
+	if err != nil {
+		return nil, classify(ctx, op, name, err, e.red, nil)
+	}
+	created := false
+	st, err := auto.SelectStack(ctx, name, ws)
+	if err != nil && auto.IsSelectStack404Error(err) {
+		if !create {
+			return nil, opErr(op, name, ErrNotFound, "no stack named %q in %s", name, redactURL(e.opts.BackendURL))
+		}
+		st, err = auto.NewStack(ctx, name, ws)
+		created = err == nil
+		if err != nil && auto.IsCreateStack409Error(err) {
+			// Another engine created it between our select and create.
+			st, err = auto.SelectStack(ctx, name, ws)
+		}
+	}
+	if err != nil {
+		return nil, classify(ctx, op, name, err, e.red, nil)
+	}
+	// A stack we just created has no tags: no need to ask.
+	return &stackWorkspace{ws: ws, st: st, tagKnown: created}, nil
+}
+
+// ensureTag records the door that created the stack, once: an existing tag is never changed.
+func (e *Engine) ensureTag(ctx context.Context, op OpKind, sw *stackWorkspace, name string, by ManagedBy) error {
+	if by == "" || sw.tagged {
+		return nil
+	}
+	tag := ""
+	if !sw.tagKnown {
+		tags, err := sw.st.ListTags(ctx)
+		if err != nil {
+			return classify(ctx, op, name, err, e.red, nil)
+		}
+		tag = tags[TagManagedBy]
+		sw.tagKnown = true
+	}
+	if tag == "" {
+		if err := sw.st.SetTag(ctx, TagManagedBy, string(by)); err != nil {
+			return classify(ctx, op, name, err, e.red, nil)
+		}
+	}
+	sw.tagged = true
+	return nil
+}
+
+// forget drops a cached workspace (after removal, or when the stack vanished underneath).
+func (e *Engine) forget(s *slot) { s.ws = nil }
+
+// prepare sets the program, env and config for one operation.
+func (e *Engine) prepare(ctx context.Context, op OpKind, sw *stackWorkspace, req Request, prog pulumi.RunFunc) error {
+	sw.ws.SetProgram(prog)
+	for _, k := range sw.envKeys {
+		sw.ws.UnsetEnvVar(k)
+	}
+	sw.envKeys = sw.envKeys[:0]
+	for k, v := range req.Env {
+		sw.ws.SetEnvVar(k, v)
+		sw.envKeys = append(sw.envKeys, k)
+	}
+	return e.writeConfig(ctx, op, sw, req)
+}
+
+// writeConfig writes plain values straight into the workspace's stack file (no CLI process)
+// and secret values through `pulumi config set --secret` with the value on stdin, so it never
+// appears in a process list.
+func (e *Engine) writeConfig(ctx context.Context, op OpKind, sw *stackWorkspace, req Request) error {
+	if len(req.Config) == 0 && sw.config == "" {
+		return nil
+	}
+	fp := configFingerprint(req.Config)
+	if fp == sw.config {
+		return nil
+	}
+	name := req.Stack
+	settings, err := sw.ws.StackSettings(ctx, name)
+	if err != nil {
+		settings = &workspace.ProjectStack{}
+	}
+	settings.Config = config.Map{}
+	type secretValue struct{ key, value string }
+	var secrets []secretValue
+	for k, v := range req.Config {
+		key, err := configKey(k)
+		if err != nil {
+			return opErr(op, name, ErrFailed, "config key %q: %v", k, err)
+		}
+		if v.Secret {
+			e.red.add(v.Value)
+			secrets = append(secrets, secretValue{key.String(), v.Value})
+			continue
+		}
+		settings.Config[key] = config.NewValue(v.Value)
+	}
+	if err := sw.ws.SaveStackSettings(ctx, name, settings); err != nil {
+		return opErr(op, name, ErrFailed, "write stack config: %v", err)
+	}
+	for _, sv := range secrets {
+		_, stderr, _, err := e.cli.Run(ctx, sw.ws.WorkDir(), strings.NewReader(sv.value), nil, nil, envList(sw.ws.GetEnvVars()),
+			"config", "set", "--secret", "--stack", name, sv.key)
+		if err != nil {
+			return opErr(op, name, ErrFailed, "set secret config %s: %s", sv.key, e.red.redact(strings.TrimSpace(stderr)))
+		}
+	}
+	sw.config = fp
+	return nil
+}
+
+func configKey(k string) (config.Key, error) {
+	if !strings.Contains(k, ":") {
+		k = ProjectName + ":" + k
+	}
+	return config.ParseKey(k)
+}
+
+func configFingerprint(m map[string]ConfigValue) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%q=%t:%q;", k, m[k].Secret, m[k].Value)
+	}
+	return hashString(b.String())
+}
+
+func envList(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// noProgram stands in for Refresh and Destroy without a program: the inline-program path
+// still needs a language host to talk to, but neither operation runs it.
+func noProgram(*pulumi.Context) error { return nil }
+
+// isNotFound reports ErrNotFound anywhere in err.
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -1,0 +1,5 @@
+package engine
+
+import "os"
+
+func osGetpid() int { return os.Getpid() }

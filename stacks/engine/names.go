@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// MaxStackNameLength is the DIY backend's limit on stack names; longer names are shortened
+// with a stable hash suffix so the same object always maps to the same stack.
+const MaxStackNameLength = 100
+
+// Stack-name prefixes, one per level.
+const (
+	LevelCluster = "cluster"
+	LevelTenant  = "tenant"
+	LevelServer  = "server"
+)
+
+var (
+	// A namespace is a DNS-1123 label.
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// Object names are DNS-1123 subdomains: labels joined by dots. Because a namespace never
+	// contains a dot, `tenant.<ns>.<name>` stays unambiguous even when the name has dots.
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	// What the Pulumi DIY backend accepts.
+	pulumiStackName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+)
+
+var levelShape = map[string]string{
+	LevelCluster: "cluster.<name>",
+	LevelTenant:  "tenant.<namespace>.<name>",
+	LevelServer:  "server.<namespace>.<name>",
+}
+
+// ClusterStack names the stack of a TFRCluster.
+func ClusterStack(name string) (string, error) {
+	if err := checkSubdomain("cluster name", name); err != nil {
+		return "", err
+	}
+	return shorten(LevelCluster + "." + name), nil
+}
+
+// TenantStack names the stack of a TFRTenant.
+func TenantStack(namespace, name string) (string, error) {
+	return namespaced(LevelTenant, namespace, name)
+}
+
+// ServerStack names the stack of a TFRServer.
+func ServerStack(namespace, name string) (string, error) {
+	return namespaced(LevelServer, namespace, name)
+}
+
+func namespaced(level, namespace, name string) (string, error) {
+	if len(namespace) > 63 || !dnsLabel.MatchString(namespace) {
+		return "", fmt.Errorf("%w: namespace %q is not a DNS-1123 label", ErrInvalidName, namespace)
+	}
+	if err := checkSubdomain(level+" name", name); err != nil {
+		return "", err
+	}
+	return shorten(level + "." + namespace + "." + name), nil
+}
+
+func checkSubdomain(what, s string) error {
+	if len(s) > 253 || !dnsSubdomain.MatchString(s) {
+		return fmt.Errorf("%w: %s %q is not a DNS-1123 subdomain", ErrInvalidName, what, s)
+	}
+	return nil
+}
+
+// shorten keeps names within the backend limit. The suffix hashes the full name, so two long
+// names sharing a prefix never collide, and the same input always gives the same stack.
+func shorten(full string) string {
+	if len(full) <= MaxStackNameLength {
+		return full
+	}
+	sum := sha256.Sum256([]byte(full))
+	suffix := "-" + hex.EncodeToString(sum[:])[:10]
+	head := strings.TrimRight(full[:MaxStackNameLength-len(suffix)], ".-")
+	return head + suffix
+}
+
+// ValidateStackName accepts the names the three helpers produce (and any other name the
+// backend accepts, so stacks made by hand can still be read); it rejects everything else
+// before a CLI process is started.
+func ValidateStackName(name string) error {
+	if !pulumiStackName.MatchString(name) {
+		return fmt.Errorf("%w: %q (want [A-Za-z0-9_.-], at most %d characters)", ErrInvalidName, name, MaxStackNameLength)
+	}
+	level, _, _ := strings.Cut(name, ".")
+	parts := map[string]int{LevelCluster: 2, LevelTenant: 3, LevelServer: 3}[level]
+	if parts == 0 {
+		return nil
+	}
+	fields := strings.SplitN(name, ".", parts)
+	if len(fields) < parts {
+		return fmt.Errorf("%w: %q lacks parts (want %s)", ErrInvalidName, name, levelShape[level])
+	}
+	for _, f := range fields {
+		if f == "" {
+			return fmt.Errorf("%w: %q has an empty part", ErrInvalidName, name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,402 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optdestroy"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
+	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+)
+
+// Up creates or updates the stack's resources (creating the stack on first use). Before it
+// runs, a stale backend lock is broken and an interrupted earlier run is recovered.
+func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
+	var up auto.UpResult
+	res, err := e.run(ctx, OpUp, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+		return e.withLock(ctx, OpUp, sw, req.Stack, col, rec, func() error {
+			var err error
+			up, err = sw.st.Up(ctx, optup.EventStreams(col.stream()), optup.ShowSecrets(false),
+				optup.Color("never"), optup.SuppressProgress(), optup.SuppressOutputs(), optup.Message(message(req, OpUp)))
+			return err
+		})
+	})
+	if res != nil && err == nil {
+		res.Outputs = convertOutputs(up.Outputs)
+	}
+	return res, err
+}
+
+// Preview reports what Up would change. It never mutates state (no recovery, no lock); on a
+// stack with pending operations it warns that the next Up will recover them.
+func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
+	return e.run(ctx, OpPreview, req, func(sw *stackWorkspace, col *collector, _ *Recovery) error {
+		_, err := sw.st.Preview(ctx, optpreview.EventStreams(col.stream()), optpreview.Color("never"),
+			optpreview.SuppressProgress(), optpreview.SuppressOutputs())
+		if err != nil {
+			return classify(ctx, OpPreview, req.Stack, err, col.red, col.errors())
+		}
+		return nil
+	})
+}
+
+// Refresh reads every resource back from the cluster into the state.
+func (e *Engine) Refresh(ctx context.Context, req Request) (*Result, error) {
+	return e.run(ctx, OpRefresh, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+		return e.withLock(ctx, OpRefresh, sw, req.Stack, col, rec, func() error {
+			_, err := sw.st.Refresh(ctx, optrefresh.EventStreams(col.stream()), optrefresh.ShowSecrets(false),
+				optrefresh.Color("never"), optrefresh.SuppressProgress(), optrefresh.SuppressOutputs(), optrefresh.Message(message(req, OpRefresh)))
+			return err
+		})
+	})
+}
+
+// Destroy deletes every resource of the stack (the stack itself stays; see Remove). Pending
+// creates are recovered first, so an object an interrupted run created is destroyed too
+// instead of being orphaned.
+func (e *Engine) Destroy(ctx context.Context, req Request) (*Result, error) {
+	return e.run(ctx, OpDestroy, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+		return e.withLock(ctx, OpDestroy, sw, req.Stack, col, rec, func() error {
+			_, err := sw.st.Destroy(ctx, optdestroy.EventStreams(col.stream()), optdestroy.ShowSecrets(false),
+				optdestroy.Color("never"), optdestroy.SuppressProgress(), optdestroy.SuppressOutputs(), optdestroy.Message(message(req, OpDestroy)))
+			return err
+		})
+	})
+}
+
+func message(req Request, op OpKind) string {
+	if req.Message != "" {
+		return req.Message
+	}
+	by := string(req.ManagedBy)
+	if by == "" {
+		by = "engine"
+	}
+	return fmt.Sprintf("tfrs %s (%s)", op, by)
+}
+
+// run is the frame every program-running operation shares: validate, take the stack and a
+// global slot, open the stack, read the checkpoint, recover, bind credentials, run, collect.
+func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*stackWorkspace, *collector, *Recovery) error) (*Result, error) {
+	start := time.Now()
+	if err := ValidateStackName(req.Stack); err != nil {
+		return nil, &OpError{Op: op, Stack: req.Stack, Kind: ErrInvalidName, Detail: err.Error()}
+	}
+	prog := req.Program
+	if prog == nil {
+		if op == OpUp || op == OpPreview {
+			return nil, opErr(op, req.Stack, ErrFailed, "a program is required")
+		}
+		prog = noProgram
+	}
+	s, release, err := e.acquire(ctx, op, req.Stack, op == OpPreview)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+
+	red := e.red
+	for _, v := range req.Config {
+		if v.Secret {
+			red.add(v.Value)
+		}
+	}
+	col := newCollector(op, req.Stack, req.Sink, red)
+	defer col.drain(5 * time.Second)
+
+	// Only Up and Preview create a missing stack. Only Up tags it: a CI preview must not make
+	// a stack look CLI-managed before the operator's first up.
+	create := op == OpUp || op == OpPreview
+	by := req.ManagedBy
+	if op != OpUp {
+		by = ""
+	}
+	sw, err := e.open(ctx, op, s, req.Stack, create, by)
+	if err != nil {
+		return nil, err
+	}
+	info, err := e.preflight(ctx, op, sw, req.Stack)
+	if err != nil && isNotFound(err) {
+		// Removed by another engine since we cached it: open afresh once.
+		e.forget(s)
+		if sw, err = e.open(ctx, op, s, req.Stack, create, by); err == nil {
+			info, err = e.preflight(ctx, op, sw, req.Stack)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	rec := &Recovery{}
+	if op == OpPreview {
+		if len(info.pending) > 0 {
+			col.deliver(Event{Kind: EventDiag, Severity: "warning",
+				Message: fmt.Sprintf("stack has %d pending operation(s) from an interrupted run; the next up recovers them", len(info.pending))})
+		}
+	} else if err := e.recover(ctx, op, sw, req, info, col, rec); err != nil {
+		return nil, err
+	}
+	if err := e.prepare(ctx, op, sw, req, wrapProgram(prog, info.credentials, req.Rotate, red)); err != nil {
+		return nil, err
+	}
+	col.emit(EventStart, fmt.Sprintf("%s %s", op, req.Stack))
+	err = body(sw, col, rec)
+	col.drain(5 * time.Second)
+	res := &Result{Stack: req.Stack, Operation: op}
+	col.finish(res)
+	res.Duration = time.Since(start)
+	if !rec.empty() {
+		res.Recovery = rec
+	}
+	if err != nil {
+		return res, classify(ctx, op, req.Stack, err, red, col.errors())
+	}
+	return res, nil
+}
+
+func convertOutputs(m auto.OutputMap) Outputs {
+	out := Outputs{}
+	for k, v := range m {
+		out[k] = newOutput(v.Value, v.Secret)
+	}
+	return out
+}
+
+// Remove deletes a stack record and its history from the backend. A stack that still has
+// resources is refused with ErrStackNotEmpty unless force is set (force leaves those
+// resources running, unmanaged: use it only after they were removed by other means).
+func (e *Engine) Remove(ctx context.Context, stack string, force bool) error {
+	if err := ValidateStackName(stack); err != nil {
+		return &OpError{Op: OpRemove, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
+	}
+	s, release, err := e.acquire(ctx, OpRemove, stack, false)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sw, err := e.open(ctx, OpRemove, s, stack, false, "")
+	if err != nil {
+		return err
+	}
+	col := newCollector(OpRemove, stack, nil, e.red)
+	defer col.drain(time.Second)
+	err = e.withLock(ctx, OpRemove, sw, stack, col, &Recovery{}, func() error {
+		args := []string{"stack", "rm", "--yes", "--stack", stack}
+		if force {
+			args = append(args, "--force")
+		}
+		_, stderr, code, err := e.cli.Run(ctx, sw.ws.WorkDir(), nil, nil, nil, envList(sw.ws.GetEnvVars()), args...)
+		if err != nil {
+			return cliError(err, stderr, code)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.forget(s)
+	_ = os.Remove(filepath.Join(e.workRoot, stack, "Pulumi."+stack+".yaml"))
+	return nil
+}
+
+// cliError shapes a direct CLI failure like an Automation API error, so classify and the lock
+// handling treat both alike.
+func cliError(err error, stderr string, code int) error {
+	return fmt.Errorf("%w\ncode: %d\nstdout: \nstderr: %s", err, code, stderr)
+}
+
+// reader returns a workspace for read-only commands. They name the stack explicitly, so they
+// need neither the stack slot nor a selected stack, and never wait for a running operation.
+func (e *Engine) reader(ctx context.Context) (auto.Workspace, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.readWS != nil {
+		return e.readWS, nil
+	}
+	dir := filepath.Join(e.workRoot, "_read")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ws, err := auto.NewLocalWorkspace(ctx, auto.WorkDir(dir), auto.Pulumi(e.cli), auto.Project(e.project))
+	if err != nil {
+		return nil, err
+	}
+	e.readWS = ws
+	return ws, nil
+}
+
+// readOp bounds read-only CLI work by the global limit too (each is a CLI process).
+func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(auto.Workspace) error) error {
+	if stack != "" {
+		if err := ValidateStackName(stack); err != nil {
+			return &OpError{Op: op, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
+		}
+	}
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: ctx.Err()}
+	case <-e.closed:
+		return opErr(op, stack, ErrClosed, "")
+	}
+	defer func() { <-e.sem }()
+	ws, err := e.reader(ctx)
+	if err != nil {
+		return opErr(op, stack, ErrFailed, "workspace: %v", err)
+	}
+	if err := fn(ws); err != nil {
+		return classify(ctx, op, stack, err, e.red, nil)
+	}
+	return nil
+}
+
+// Outputs returns the stack's outputs; secrets are hidden unless revealed (Output.Reveal).
+func (e *Engine) Outputs(ctx context.Context, stack string) (Outputs, error) {
+	var out Outputs
+	err := e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
+		m, err := ws.StackOutputs(ctx, stack)
+		if err != nil {
+			return err
+		}
+		out = convertOutputs(m)
+		for _, k := range out.Keys() {
+			if out[k].Secret {
+				if s, ok := out[k].secret.(string); ok {
+					e.red.add(s)
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// StackStatus is what callers need to know about a stack without running it.
+type StackStatus struct {
+	Stack     string            `json:"stack"`
+	ManagedBy ManagedBy         `json:"managedBy,omitempty"`
+	Tags      map[string]string `json:"tags,omitempty"`
+	// Last is the most recent recorded operation (update, refresh or destroy).
+	Last *HistoryEntry `json:"last,omitempty"`
+	// Ready: the most recent update or destroy was an update, and it succeeded. Refreshes do
+	// not count. A parent (a tenant for its servers) is ready when its stack is.
+	Ready bool `json:"ready"`
+}
+
+// HistoryEntry is one recorded operation.
+type HistoryEntry struct {
+	Kind    string         `json:"kind"`   // update, refresh, destroy
+	Result  string         `json:"result"` // succeeded, failed, in-progress
+	Started time.Time      `json:"started"`
+	Ended   time.Time      `json:"ended,omitzero"`
+	Changes map[string]int `json:"changes,omitempty"`
+	Message string         `json:"message,omitempty"`
+}
+
+// Status reads the stack's tags and recent history.
+func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error) {
+	st := &StackStatus{Stack: stack}
+	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
+		tags, err := ws.ListTags(ctx, stack)
+		if err != nil {
+			return err
+		}
+		st.Tags = tags
+		st.ManagedBy = ManagedBy(tags[TagManagedBy])
+		hist, err := e.history(ctx, ws, stack, 20)
+		if err != nil {
+			return err
+		}
+		if len(hist) > 0 {
+			st.Last = &hist[0]
+		}
+		for _, h := range hist {
+			if h.Kind == "update" || h.Kind == "destroy" {
+				st.Ready = h.Kind == "update" && h.Result == "succeeded"
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ManagedBy returns the door that created the stack ("" for stacks made outside tfrs).
+func (e *Engine) ManagedBy(ctx context.Context, stack string) (ManagedBy, error) {
+	var by ManagedBy
+	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
+		v, err := ws.ListTags(ctx, stack)
+		by = ManagedBy(v[TagManagedBy])
+		return err
+	})
+	return by, err
+}
+
+// history runs `stack history` without --show-secrets (auto's History shows them by default).
+func (e *Engine) history(ctx context.Context, ws auto.Workspace, stack string, n int) ([]HistoryEntry, error) {
+	stdout, stderr, code, err := e.cli.Run(ctx, ws.WorkDir(), nil, nil, nil, nil,
+		"stack", "history", "--json", "--page-size", strconv.Itoa(n), "--page", "1", "--stack", stack)
+	if err != nil {
+		return nil, cliError(err, stderr, code)
+	}
+	var raw []auto.UpdateSummary
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		return nil, fmt.Errorf("parse history: %w", err)
+	}
+	out := make([]HistoryEntry, 0, len(raw))
+	for _, h := range raw {
+		he := HistoryEntry{Kind: h.Kind, Result: h.Result, Message: h.Message}
+		he.Started, _ = time.Parse(time.RFC3339, h.StartTime)
+		if h.EndTime != nil {
+			he.Ended, _ = time.Parse(time.RFC3339, *h.EndTime)
+		}
+		if h.ResourceChanges != nil {
+			he.Changes = *h.ResourceChanges
+		}
+		out = append(out, he)
+	}
+	return out, nil
+}
+
+// StackSummary is one entry of List.
+type StackSummary struct {
+	Name             string    `json:"name"`
+	LastUpdate       time.Time `json:"lastUpdate,omitzero"`
+	UpdateInProgress bool      `json:"updateInProgress"`
+	ResourceCount    int       `json:"resourceCount"`
+}
+
+// List returns every tfrs stack in the backend, optionally only names with prefix
+// (e.g. "tenant.ns1.").
+func (e *Engine) List(ctx context.Context, prefix string) ([]StackSummary, error) {
+	var out []StackSummary
+	err := e.readOp(ctx, OpList, "", func(ws auto.Workspace) error {
+		list, err := ws.ListStacks(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range list {
+			if !strings.HasPrefix(s.Name, prefix) {
+				continue
+			}
+			ss := StackSummary{Name: s.Name, UpdateInProgress: s.UpdateInProgress}
+			if s.ResourceCount != nil {
+				ss.ResourceCount = *s.ResourceCount
+			}
+			ss.LastUpdate, _ = time.Parse(time.RFC3339, s.LastUpdate)
+			out = append(out, ss)
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,37 @@
+package stacks
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestGraphRenderingsFromTheProgram(t *testing.T) {
+	g, err := ClusterGraph(newTestCluster(nil))
+	require.NoError(t, err)
+
+	var js bytes.Buffer
+	require.NoError(t, g.WriteJSON(&js, map[string]string{ClusterIstio: "ready"}))
+	var parsed struct {
+		Nodes []struct{ ID, Type, Status string }
+		Edges []struct{ From, To string }
+	}
+	require.NoError(t, json.Unmarshal(js.Bytes(), &parsed))
+	require.Len(t, parsed.Nodes, 12)
+	require.Contains(t, parsed.Edges, struct{ From, To string }{ClusterCertManager, ClusterIstio})
+	require.Contains(t, js.String(), `"type": "tfrs:cluster:CertManager"`)
+	require.Contains(t, js.String(), `"status": "ready"`)
+
+	var mm bytes.Buffer
+	require.NoError(t, g.WriteMermaid(&mm, map[string]bool{ClusterGateway: true}, nil))
+	require.True(t, strings.HasPrefix(mm.String(), "graph TD\n"))
+	require.Contains(t, mm.String(), "cert_manager --> istio")
+	require.Contains(t, mm.String(), "class gateway changed")
+
+	var dot bytes.Buffer
+	require.NoError(t, g.WriteDOT(&dot, nil))
+	require.Contains(t, dot.String(), `"istio" -> "istio-telemetry";`)
+}

@@ -1,0 +1,109 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/stacks"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+// standInCluster is a TFRCluster whose every source points at the project's own offline
+// stand-ins (stacks/testdata/cluster), as the README describes.
+func standInCluster(t *testing.T) *v1alpha1.TFRCluster {
+	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "cluster"))
+	require.NoError(t, err)
+	tc := &v1alpha1.TFRCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e"},
+		Spec: v1alpha1.TFRClusterSpec{
+			Domain:  "tfrobot.test",
+			Ingress: v1alpha1.IngressSpec{Mode: v1alpha1.IngressNodePort},
+			ImageRegistry: &v1alpha1.ImageRegistrySpec{Credentials: &v1alpha1.RegistryCredentials{
+				Name: "tfrobot", Server: "registry.example.com", Username: "robot", Password: "registry-pass-e2e",
+			}},
+		},
+	}
+	tc.Spec.CertManager.LocalPath = filepath.Join(root, "charts", "cert-manager")
+	tc.Spec.Istio.LocalPath = filepath.Join(root, "charts", "istio")
+	tc.Spec.IstioIngress.LocalPath = filepath.Join(root, "charts", "gateway")
+	tc.Spec.MinIOOperator.LocalPath = filepath.Join(root, "charts", "minio-operator")
+	tc.Spec.CNPGOperator.LocalPath = filepath.Join(root, "manifests", "cnpg.yaml")
+	tc.Spec.RabbitMQOperator.LocalPath = filepath.Join(root, "manifests", "rabbitmq")
+	tc.Default()
+	require.Empty(t, tc.Validate())
+	return tc
+}
+
+// TestClusterStackLifecycle runs the real cluster program through the engine on the local
+// control plane: up installs every component from the stand-ins, a preview then reports no
+// changes, destroy leaves none of the stack's namespaces or CRDs behind, and the registry
+// password never appears in the state in plain text.
+func TestClusterStackLifecycle(t *testing.T) {
+	cp := controlplane.StartT(t)
+	kc, err := cp.Kubeconfig()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	stateDir := t.TempDir()
+	eng, err := engine.New(ctx, engine.Options{StateDir: stateDir, Passphrase: "cluster-e2e-passphrase"})
+	require.NoError(t, err)
+	defer eng.Close()
+
+	tc := standInCluster(t)
+	stack, err := engine.ClusterStack(tc.Name)
+	require.NoError(t, err)
+	req := engine.Request{
+		Stack:     stack,
+		Program:   stacks.Cluster(stacks.ClusterInput{Cluster: tc}),
+		ManagedBy: engine.ManagedByCLI,
+		Config:    map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}},
+	}
+	up, err := eng.Up(ctx, req)
+	require.NoError(t, err)
+	t.Logf("up: %v in %s", map[engine.StepOp]int(up.Changes), up.Duration)
+	require.Equal(t, true, up.Outputs[stacks.ClusterOutputRabbitMQOperatorReady].Value)
+	require.Equal(t, "tfrobot-pull-secret", up.Outputs[stacks.ClusterOutputPullSecretName].Value)
+	require.True(t, up.Outputs[stacks.ClusterOutputDockerConfigJSON].Secret, "dockerconfigjson must be a secret output")
+
+	cs, err := cp.Client()
+	require.NoError(t, err)
+	nsList, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var created []string
+	for _, ns := range nsList.Items {
+		switch ns.Name {
+		case "default", "kube-system", "kube-public", "kube-node-lease":
+		default:
+			created = append(created, ns.Name)
+		}
+	}
+	require.NotEmpty(t, created)
+	t.Logf("namespaces created by the stack: %v", created)
+
+	pv, err := eng.Preview(ctx, req)
+	require.NoError(t, err)
+	require.Zero(t, pv.Changes.Changed(), "a preview right after up must report no changes: %+v", pv.Steps)
+
+	_, err = eng.Destroy(ctx, req)
+	require.NoError(t, err)
+	for _, ns := range created {
+		require.Eventually(t, func() bool {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return err != nil
+		}, 2*time.Minute, 250*time.Millisecond, "namespace %s left behind", ns)
+	}
+	out, err := kubectl(t, cp, "", "get", "crd", "-o", "name")
+	require.NoError(t, err, out)
+	require.False(t, strings.Contains(out, "istio.io") || strings.Contains(out, "cert-manager.io") || strings.Contains(out, "cnpg.io"),
+		"CRDs left behind:\n%s", out)
+
+	requireNotInDir(t, stateDir, "registry-pass-e2e")
+}
