@@ -13,7 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 source "$here/versions.env"
 
-key=$(sha256sum "$here/versions.env" "$here/build.sh" "$here/etcd.go.txt" "$here/provider.go.txt" | sha256sum | cut -c1-12)
+# The cache key is the content (not the paths) of the files that decide what gets built.
+key=$(cat "$here/versions.env" "$here/build.sh" "$here/etcd.go.txt" "$here/provider.go.txt" | sha256sum | cut -c1-12)
 cache=${TFRS_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfrs/tools}
 root="$cache/$key"
 bin="$root/bin"
