@@ -108,6 +108,7 @@ func resolveOptions(o Options) (*resolved, error) {
 	if err := checkBackendURL(r.BackendURL); err != nil {
 		return nil, err
 	}
+	r.BackendURL = normalizeFileURL(r.BackendURL)
 	r.pulumiHome = filepath.Join(r.StateDir, "pulumi-home")
 	if err := os.MkdirAll(r.pulumiHome, 0o700); err != nil {
 		return nil, fmt.Errorf("create PULUMI_HOME: %w", err)

@@ -239,6 +239,7 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 			return &OpError{Op: op, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
 		}
 	}
+	e.repairBackend()
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():

@@ -85,6 +85,7 @@ const secretSig = "4dabf18193072939515e22adb298388d"
 // preflight exports the stack (with secrets: generated credentials are read back from it) and
 // reports pending operations. The plaintext export stays in memory and is dropped here.
 func (e *Engine) preflight(ctx context.Context, op OpKind, sw *stackWorkspace, name string) (*stateInfo, error) {
+	e.repairBackend()
 	dep, err := sw.ws.ExportStack(ctx, name)
 	if err != nil {
 		return nil, classify(ctx, op, name, err, e.red, nil)
@@ -464,4 +465,11 @@ func (e *Engine) withLock(ctx context.Context, op OpKind, sw *stackWorkspace, na
 		return classify(ctx, op, name, err, e.red, col.errors())
 	}
 	return nil
+}
+
+// repairBackend removes broken blob sidecars a killed run may have left (see filebackend.go).
+func (e *Engine) repairBackend() {
+	if removed := repairFileSidecars(e.opts.BackendURL); len(removed) > 0 {
+		e.opts.Logger.Warn("removed broken state metadata left by an interrupted run", "files", removed)
+	}
 }
