@@ -101,6 +101,10 @@ type GraphNode struct {
 	Type string `json:"type"`
 	// DependsOn are the ids of the components it waits for.
 	DependsOn []string `json:"dependsOn,omitempty"`
+	// External marks a node of another stack that this one waits for (a gate the program
+	// checks before registering anything, e.g. the cluster's RabbitMQ operator for a
+	// tenant). It is not registered by this stack.
+	External bool `json:"external,omitempty"`
 }
 
 // GraphSkip is a component the program did not install, and why.
@@ -213,7 +217,7 @@ func clusterProgram(ctx *pulumi.Context, in ClusterInput) (pulumi.Map, error) {
 	if in.Graph != nil {
 		*in.Graph = Graph{}
 	}
-	b := &graphBuilder{graph: in.Graph, built: map[string]pulumi.Resource{}, seen: map[string]bool{}}
+	b := &graphBuilder{graph: in.Graph, built: map[string]pulumi.Resource{}, seen: map[string]bool{}, dependsOn: clusterDependsOn}
 	spec := &tc.Spec
 
 	var (
@@ -317,32 +321,47 @@ func readyOutput[T any](c *T, ready func(*T) pulumi.BoolOutput) pulumi.BoolInput
 	return ready(c)
 }
 
-// graphBuilder registers components with DependsOn on the components clusterDependsOn names,
-// applying the removal rule, and records the graph.
+// graphBuilder registers components with DependsOn on the components its dependsOn table
+// names (clusterDependsOn, tenantDependsOn), applying the removal rule, and records the graph.
 type graphBuilder struct {
-	graph *Graph
-	built map[string]pulumi.Resource
-	seen  map[string]bool
+	graph     *Graph
+	built     map[string]pulumi.Resource
+	seen      map[string]bool
+	dependsOn map[string][]string
+	// external are dependencies on other stacks: recorded in the graph, checked by the
+	// program before anything is registered, never passed to DependsOn.
+	external map[string]bool
 }
+
+// childLister is a component that names its direct children. Pulumi's Go SDK attaches
+// children to a component asynchronously, so DependsOn on the component alone can miss the
+// ones attached a moment late; depending on the listed children as well cannot.
+type childLister interface{ Children() []pulumi.Resource }
 
 func (b *graphBuilder) add(id, typ string, enabled bool, create func(...pulumi.ResourceOption) (pulumi.Resource, error)) error {
 	b.seen[id] = true
-	deps := clusterDependsOn[id]
+	deps := b.dependsOn[id]
 	reason := ""
 	if !enabled {
 		reason = "disabled"
 	}
 	var after []pulumi.Resource
 	for _, d := range deps {
+		if b.external[d] {
+			continue
+		}
 		if !b.seen[d] {
 			// A step listed before its dependency would silently lose it; fail loudly.
-			return fmt.Errorf("cluster graph: %s is registered before %s, which it depends on", id, d)
+			return fmt.Errorf("graph: %s is registered before %s, which it depends on", id, d)
 		}
 		r, ok := b.built[d]
 		if !ok && reason == "" {
 			reason = "depends on " + d + ", which is not installed"
 		}
 		after = append(after, r)
+		if cl, ok := r.(childLister); ok {
+			after = append(after, cl.Children()...)
+		}
 	}
 	if reason != "" {
 		if b.graph != nil {

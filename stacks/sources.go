@@ -150,6 +150,47 @@ var pinnedSources = map[string]PinnedSource{
 	},
 }
 
+// tenantPinnedSources are the tenant stack's charts, under the same override rules (TFRTenant
+// spec.jaeger and spec.grafana are ComponentSources). The tenant's other images are API
+// defaults (v1alpha1.Default*Image), overridable per TFRTenant. Chart workloads get the
+// image mirror and the pull Secret by transforms (components/tenant), so no mirror values
+// are needed here.
+var tenantPinnedSources = map[string]PinnedSource{
+	TenantJaeger: {
+		Component: TenantJaeger, Kind: SourceHelm,
+		Repo: "https://jaegertracing.github.io/helm-charts", Version: "3.4.1",
+		Artifacts: []Artifact{{Name: "jaeger", TakesValues: true}},
+		Images:    []string{"docker.io/jaegertracing/all-in-one"},
+	},
+	TenantGrafana: {
+		Component: TenantGrafana, Kind: SourceHelm,
+		Repo: "https://grafana.github.io/helm-charts", Version: "8.8.2",
+		Artifacts: []Artifact{{Name: "grafana", TakesValues: true}},
+		Images:    []string{"docker.io/grafana/grafana"},
+	},
+}
+
+func init() {
+	// pinned looks in both tables by id; an id in both would be ambiguous.
+	for id := range tenantPinnedSources {
+		if _, dup := pinnedSources[id]; dup {
+			panic("stacks: component id " + id + " is pinned for both the cluster and the tenant stack")
+		}
+	}
+}
+
+// PinnedTenantSources lists the tenant stack's built-in chart sources, by component id.
+func PinnedTenantSources() []PinnedSource {
+	out := make([]PinnedSource, 0, len(tenantPinnedSources))
+	for _, s := range tenantPinnedSources {
+		s.Artifacts = append([]Artifact(nil), s.Artifacts...)
+		s.Images = append([]string(nil), s.Images...)
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Component < out[j].Component })
+	return out
+}
+
 // PinnedClusterSources lists the built-in sources, by component id (for docs and `tfrs`).
 func PinnedClusterSources() []PinnedSource {
 	out := make([]PinnedSource, 0, len(pinnedSources))
@@ -259,6 +300,9 @@ func resolveManifests(id string, spec v1alpha1.ComponentSource) ([]cluster.Manif
 
 func pinned(id string, kind SourceKind) (PinnedSource, error) {
 	src, ok := pinnedSources[id]
+	if !ok {
+		src, ok = tenantPinnedSources[id]
+	}
 	if !ok || src.Kind != kind {
 		return PinnedSource{}, fmt.Errorf("no pinned %s source for component %q", kind, id)
 	}

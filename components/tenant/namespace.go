@@ -1,0 +1,133 @@
+package tenant
+
+import (
+	"encoding/base64"
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// Names of the isolation objects in every tenant namespace.
+const (
+	// PeerAuthenticationName is "default": Istio applies a namespace's PeerAuthentication
+	// without a selector to every workload in it.
+	PeerAuthenticationName = "default"
+	// AuthorizationPolicyName is the namespace's allow-list.
+	AuthorizationPolicyName = "tenant-isolation"
+)
+
+// PullSecret is the cluster's registry pull Secret, copied into the tenant namespace.
+type PullSecret struct {
+	// Name of the Secret (the cluster stack's pullSecretName output).
+	Name string
+	// DockerConfigJSON is its .dockerconfigjson (the cluster stack's secret output).
+	DockerConfigJSON pulumi.StringInput
+}
+
+// NamespaceArgs configure the namespace component.
+type NamespaceArgs struct {
+	// Name of the namespace.
+	Name string
+	// Labels identify the tenant (type, tenant or job type); istio-injection is added.
+	Labels map[string]string
+	// PullSecret is copied into the namespace; nil when the cluster has no registry
+	// credentials.
+	PullSecret *PullSecret
+	// AllowedNamespaces may call the tenant's workloads besides the namespace itself: the
+	// ingress gateway's, istio-system and the monitoring namespace. Every other namespace is
+	// denied.
+	AllowedNamespaces []string
+	// Retain keeps the namespace on destroy. It must follow the deletion policy of the data
+	// inside: deleting a namespace deletes everything in it, retained or not.
+	Retain bool
+}
+
+// Namespace is the tenant namespace with its mesh isolation: STRICT mTLS for every
+// workload and an ALLOW policy that, being the only one, denies whatever it does not list.
+type Namespace struct {
+	pulumi.ResourceState
+	children
+
+	// Name of the namespace (an output, so dependants wait for it to exist).
+	Name pulumi.StringOutput `pulumi:"name"`
+	// PullSecretName is the copied pull Secret ("" when there is none).
+	PullSecretName pulumi.StringOutput `pulumi:"pullSecretName"`
+}
+
+// NewNamespace creates the namespace component.
+func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ...pulumi.ResourceOption) (*Namespace, error) {
+	if args == nil || args.Name == "" {
+		return nil, fmt.Errorf("namespace: a name is required")
+	}
+	if p := args.PullSecret; p != nil && (p.Name == "" || p.DockerConfigJSON == nil) {
+		return nil, fmt.Errorf("namespace: pull secret needs a name and its dockerconfigjson")
+	}
+	c := &Namespace{}
+	if err := ctx.RegisterComponentResource(NamespaceType, name, c, opts...); err != nil {
+		return nil, err
+	}
+	labels := map[string]string{"istio-injection": "enabled"}
+	for k, v := range args.Labels {
+		labels[k] = v
+	}
+	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Name), Labels: pulumi.ToStringMap(labels)},
+	}, retain(args.Retain, pulumi.Parent(c))...)
+	if err != nil {
+		return nil, err
+	}
+	c.keep(ns)
+	nsName := ns.Metadata.Name().Elem()
+
+	c.PullSecretName = pulumi.String("").ToStringOutput()
+	if p := args.PullSecret; p != nil {
+		s, err := corev1.NewSecret(ctx, name+"-pull-secret", &corev1.SecretArgs{
+			Metadata: meta(p.Name, nsName, nil),
+			Type:     pulumi.String("kubernetes.io/dockerconfigjson"),
+			Data: pulumi.StringMap{".dockerconfigjson": p.DockerConfigJSON.ToStringOutput().ApplyT(func(s string) string {
+				return base64.StdEncoding.EncodeToString([]byte(s))
+			}).(pulumi.StringOutput)},
+		}, pulumi.Parent(c))
+		if err != nil {
+			return nil, err
+		}
+		c.keep(s)
+		c.PullSecretName = s.Metadata.Name().Elem()
+	}
+
+	pa, err := apiextensions.NewCustomResource(ctx, name+"-peer-authentication", &apiextensions.CustomResourceArgs{
+		ApiVersion:  pulumi.String(istioSecurityV1),
+		Kind:        pulumi.String("PeerAuthentication"),
+		Metadata:    meta(PeerAuthenticationName, nsName, nil),
+		OtherFields: map[string]any{"spec": map[string]any{"mtls": map[string]any{"mode": "STRICT"}}},
+	}, pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	// Source namespaces are only known for mTLS traffic, which STRICT makes all traffic.
+	allowed := []any{args.Name}
+	for _, n := range args.AllowedNamespaces {
+		if n != "" && n != args.Name {
+			allowed = append(allowed, n)
+		}
+	}
+	ap, err := apiextensions.NewCustomResource(ctx, name+"-authorization-policy", &apiextensions.CustomResourceArgs{
+		ApiVersion: pulumi.String(istioSecurityV1),
+		Kind:       pulumi.String("AuthorizationPolicy"),
+		Metadata:   meta(AuthorizationPolicyName, nsName, nil),
+		OtherFields: map[string]any{"spec": map[string]any{
+			"action": "ALLOW",
+			"rules":  []any{map[string]any{"from": []any{map[string]any{"source": map[string]any{"namespaces": allowed}}}}},
+		}},
+	}, pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	c.keep(pa, ap)
+
+	c.Name = nsName
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "pullSecretName": c.PullSecretName})
+}

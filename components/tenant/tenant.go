@@ -1,0 +1,344 @@
+// Package tenant holds the components of the tenant stack (TFRTenant): one ComponentResource
+// per node of the tenant graph, each with a tfrs:tenant:<Name> type token.
+//
+// Like the cluster components, these know nothing of the TFRTenant CRD, of where charts come
+// from or of how passwords are made: the program (stacks.Tenant) resolves chart sources,
+// generates or looks up credentials and passes plain values and Pulumi inputs in. Passwords
+// always arrive as Pulumi secrets and leave only through Kubernetes Secrets and secret
+// outputs; workloads read them from those Secrets (secretKeyRef), never from a literal.
+//
+// Data objects take a Retain flag (the tenant's deletion policy): the CNPG clusters, the
+// MinIO Tenant, the Redis and shared-cache PVCs, the Secrets that unlock retained data (the
+// PostgreSQL login, MinIO's root configuration) and the namespace itself, since deleting a
+// namespace deletes everything in it. With it they get RetainOnDelete, so `destroy` removes
+// them from the stack but leaves them, and their data, in the cluster. Nothing is ever
+// `protect`ed: a destroy must always succeed.
+//
+// Helm charts are rendered client-side with helm.sh/v4 Chart (see the cluster package for
+// why); neither Jaeger nor Grafana needs a Helm hook. Image mirrors and the registry pull
+// Secret reach chart workloads through resource transforms, so they do not depend on each
+// chart's value names.
+package tenant
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/cluster"
+)
+
+// Type tokens of the tenant components.
+const (
+	NamespaceType     = "tfrs:tenant:Namespace"
+	PostgreSQLType    = "tfrs:tenant:PostgreSQL"
+	RedisType         = "tfrs:tenant:Redis"
+	MinIOType         = "tfrs:tenant:MinIO"
+	RabbitMQType      = "tfrs:tenant:RabbitMQ"
+	TimescaleDBType   = "tfrs:tenant:TimescaleDB"
+	JaegerType        = "tfrs:tenant:Jaeger"
+	OtelCollectorType = "tfrs:tenant:OtelCollector"
+	PrometheusType    = "tfrs:tenant:Prometheus"
+	GrafanaType       = "tfrs:tenant:Grafana"
+	VectorType        = "tfrs:tenant:Vector"
+	SharedCacheType   = "tfrs:tenant:SharedCache"
+	TFRobotFrontType  = "tfrs:tenant:TFRobotFront"
+	TFRSUtilsType     = "tfrs:tenant:TFRSUtils"
+)
+
+// API versions of the custom resources the components create.
+const (
+	cnpgV1           = "postgresql.cnpg.io/v1"
+	minioV2          = "minio.min.io/v2"
+	rabbitmqV1beta1  = "rabbitmq.com/v1beta1"
+	istioSecurityV1  = "security.istio.io/v1"
+	clusterDomain    = "cluster.local"
+	labelName        = "app.kubernetes.io/name"
+	labelPartOf      = "app.kubernetes.io/part-of"
+	partOf           = "tfrs"
+	skipAwait        = "pulumi.com/skipAwait"
+	sidecarInjection = "sidecar.istio.io/inject"
+)
+
+// noSidecar keeps Istio's sidecar out of pods whose operator lives in another namespace and
+// talks to them directly (CNPG's status port, the MinIO operator's admin calls, the RabbitMQ
+// operators' management API): those operators have no sidecar, so under STRICT mTLS they
+// could not reach a sidecar-injected pod at all. Clients in the mesh still reach these pods
+// (Istio falls back to plain text towards pods without a sidecar).
+var noSidecar = map[string]string{sidecarInjection: "false"}
+
+// children records a component's direct children. Pulumi's Go SDK attaches a child to its
+// parent asynchronously (in the child's registration goroutine, after any transform is
+// registered), so a DependsOn on a component that was created a moment earlier can miss
+// children not attached yet and silently order nothing. A dependant that also names the
+// children (Children) waits for all of them, every time.
+type children struct{ list []pulumi.Resource }
+
+func (c *children) keep(rs ...pulumi.Resource) {
+	for _, r := range rs {
+		if r != nil {
+			c.list = append(c.list, r)
+		}
+	}
+}
+
+// Children are the component's direct children, for DependsOn.
+func (c *children) Children() []pulumi.Resource { return append([]pulumi.Resource(nil), c.list...) }
+
+// ServiceHost is the in-cluster DNS name of a Service.
+func ServiceHost(service, namespace string) string {
+	return service + "." + namespace + ".svc." + clusterDomain
+}
+
+// Resources are the requests and limits of a container, as quantity strings by resource
+// name ("cpu": "500m").
+type Resources struct {
+	Requests, Limits map[string]string
+}
+
+func (r Resources) empty() bool { return len(r.Requests) == 0 && len(r.Limits) == 0 }
+
+// args are the typed Kubernetes arguments (Deployments); nil when empty.
+func (r Resources) args() *corev1.ResourceRequirementsArgs {
+	if r.empty() {
+		return nil
+	}
+	out := &corev1.ResourceRequirementsArgs{}
+	if len(r.Requests) > 0 {
+		out.Requests = pulumi.ToStringMap(r.Requests)
+	}
+	if len(r.Limits) > 0 {
+		out.Limits = pulumi.ToStringMap(r.Limits)
+	}
+	return out
+}
+
+// object is the untyped form (custom resources); nil when empty.
+func (r Resources) object() map[string]any {
+	if r.empty() {
+		return nil
+	}
+	out := map[string]any{}
+	if len(r.Requests) > 0 {
+		out["requests"] = toAnyMap(r.Requests)
+	}
+	if len(r.Limits) > 0 {
+		out["limits"] = toAnyMap(r.Limits)
+	}
+	return out
+}
+
+func toAnyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Login is where a component's user name and password come from.
+type Login struct {
+	// ExistingSecret is a user-given Secret in the tenant namespace. When set it wins: the
+	// component reads its keys (see each component) and Password is ignored. The Secret is
+	// read, never managed: it belongs to whoever created it.
+	ExistingSecret string
+	// User is the user name when no Secret gives one (a generated one is a secret).
+	User pulumi.StringInput
+	// Password is the generated password (a Pulumi secret), used without ExistingSecret.
+	Password pulumi.StringInput
+}
+
+func (l Login) validate(what string) error {
+	if l.ExistingSecret == "" && l.Password == nil {
+		return fmt.Errorf("%s: a password or an existing Secret is required", what)
+	}
+	return nil
+}
+
+func (l Login) user() pulumi.StringOutput {
+	if l.User == nil {
+		return pulumi.String("").ToStringOutput()
+	}
+	return l.User.ToStringOutput()
+}
+
+// resolveLogin returns the user and password of a Login. From a Secret, userKey is optional
+// (empty or missing: l.User) and passwordKey required; the user name is not secret unless
+// secretUser (MinIO's root user is its access key), the password always is.
+//
+// The Secret is read once the namespace output resolves, i.e. after the namespace exists.
+func resolveLogin(ctx *pulumi.Context, parent pulumi.Resource, name string, namespace pulumi.StringInput, l Login, userKey, passwordKey string, secretUser bool) (user, password pulumi.StringOutput, err error) {
+	user = l.user()
+	if l.ExistingSecret == "" {
+		password = pulumi.ToSecret(l.Password.ToStringOutput()).(pulumi.StringOutput)
+	} else {
+		id := namespace.ToStringOutput().ApplyT(func(ns string) pulumi.ID {
+			return pulumi.ID(ns + "/" + l.ExistingSecret)
+		}).(pulumi.IDOutput)
+		src, err := corev1.GetSecret(ctx, name+"-existing-secret", id, nil, pulumi.Parent(parent))
+		if err != nil {
+			return user, password, err
+		}
+		key := func(k string, fallback pulumi.StringOutput) pulumi.StringOutput {
+			return pulumi.All(src.Data, fallback).ApplyT(func(v []any) (string, error) {
+				data, _ := v[0].(map[string]string)
+				enc, ok := data[k]
+				if !ok {
+					if k == passwordKey {
+						return "", fmt.Errorf("%s: Secret %q has no key %q", name, l.ExistingSecret, k)
+					}
+					return v[1].(string), nil
+				}
+				b, err := base64.StdEncoding.DecodeString(enc)
+				if err != nil {
+					return "", fmt.Errorf("%s: key %q of Secret %q is not base64", name, k, l.ExistingSecret)
+				}
+				return string(b), nil
+			}).(pulumi.StringOutput)
+		}
+		password = pulumi.ToSecret(key(passwordKey, pulumi.String("").ToStringOutput())).(pulumi.StringOutput)
+		if userKey != "" {
+			user = key(userKey, user)
+		}
+	}
+	if secretUser {
+		user = pulumi.ToSecret(user).(pulumi.StringOutput)
+	} else {
+		// A user name is not a secret; it only became one by being read from a Secret.
+		user = pulumi.Unsecret(user).(pulumi.StringOutput)
+	}
+	return user, password, nil
+}
+
+// retain is the option set of a data object under the tenant's deletion policy.
+func retain(r bool, opts ...pulumi.ResourceOption) []pulumi.ResourceOption {
+	if r {
+		opts = append(opts, pulumi.RetainOnDelete(true))
+	}
+	return opts
+}
+
+// meta is the metadata of a namespaced object the component owns.
+func meta(name string, ns pulumi.StringInput, labels map[string]string) *metav1.ObjectMetaArgs {
+	m := &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: ns}
+	if len(labels) > 0 {
+		m.Labels = pulumi.ToStringMap(labels)
+	}
+	return m
+}
+
+func appLabels(app string) map[string]string {
+	return map[string]string{labelName: app, labelPartOf: partOf}
+}
+
+// pullSecrets is the imagePullSecrets list of a pod spec (nil without a pull Secret).
+func pullSecrets(name string) corev1.LocalObjectReferenceArray {
+	if name == "" {
+		return nil
+	}
+	return corev1.LocalObjectReferenceArray{corev1.LocalObjectReferenceArgs{Name: pulumi.String(name)}}
+}
+
+// pullSecretObjects is the same list for custom resources.
+func pullSecretObjects(name string) []any {
+	if name == "" {
+		return nil
+	}
+	return []any{map[string]any{"name": name}}
+}
+
+// Images is how a component turns an upstream image into the one to pull (a mirror); nil
+// keeps images as they are.
+type Images = cluster.ImageRewriter
+
+func mirror(rewrite Images, image string) string {
+	if rewrite == nil {
+		return image
+	}
+	return rewrite(image)
+}
+
+// PullSecretTransform adds the registry pull Secret to every pod template registered under
+// the resource it is set on (a chart's workloads), whatever the chart calls that value.
+func PullSecretTransform(name string) pulumi.ResourceTransform {
+	return func(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
+		path, ok := podSpecPaths[a.Type]
+		if !ok || !a.Custom {
+			return nil
+		}
+		spec, ok := lookupMap(a.Props, path)
+		if !ok {
+			return nil
+		}
+		list, _ := spec["imagePullSecrets"].(pulumi.Array)
+		for _, e := range list {
+			if m, ok := e.(pulumi.Map); ok && m["name"] == pulumi.String(name) {
+				return nil
+			}
+		}
+		spec["imagePullSecrets"] = append(list, pulumi.Map{"name": pulumi.String(name)})
+		return &pulumi.ResourceTransformResult{Props: a.Props, Opts: a.Opts}
+	}
+}
+
+// podSpecPaths says where the pod spec sits in the workload kinds charts render.
+var podSpecPaths = map[string][]string{
+	"kubernetes:apps/v1:Deployment":  {"spec", "template", "spec"},
+	"kubernetes:apps/v1:StatefulSet": {"spec", "template", "spec"},
+	"kubernetes:apps/v1:DaemonSet":   {"spec", "template", "spec"},
+	"kubernetes:batch/v1:Job":        {"spec", "template", "spec"},
+	"kubernetes:batch/v1:CronJob":    {"spec", "jobTemplate", "spec", "template", "spec"},
+}
+
+func lookupMap(m pulumi.Map, path []string) (pulumi.Map, bool) {
+	cur := m
+	for _, k := range path {
+		next, ok := cur[k].(pulumi.Map)
+		if !ok {
+			return nil, false
+		}
+		cur = next
+	}
+	return cur, true
+}
+
+// ChartRef is a Helm chart to render (the cluster package's type: same resolution rules).
+type ChartRef = cluster.ChartRef
+
+// newChart renders a chart as release `release` in ns. own are the component's values;
+// ref.Values (mirror and spec values) are merged over them. The image mirror and the pull
+// Secret are applied to the rendered workloads by transforms.
+func newChart(ctx *pulumi.Context, parent pulumi.Resource, name, release string, ns pulumi.StringInput, ref ChartRef, own map[string]any, images Images, pullSecret string) (*helmv4.Chart, error) {
+	if ref.Chart == "" {
+		return nil, fmt.Errorf("%s: chart reference without a chart", name)
+	}
+	args := &helmv4.ChartArgs{
+		Name:      pulumi.String(release),
+		Namespace: ns,
+		Chart:     pulumi.String(ref.Chart),
+		Values:    pulumi.ToMap(cluster.MergeValues(own, ref.Values)),
+	}
+	if ref.Version != "" {
+		args.Version = pulumi.String(ref.Version)
+	}
+	if ref.Repo != "" {
+		args.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(ref.Repo)}
+	}
+	var transforms []pulumi.ResourceTransform
+	if images != nil {
+		transforms = append(transforms, cluster.ImageTransform(images))
+	}
+	if pullSecret != "" {
+		transforms = append(transforms, PullSecretTransform(pullSecret))
+	}
+	opts := []pulumi.ResourceOption{pulumi.Parent(parent)}
+	if len(transforms) > 0 {
+		opts = append(opts, pulumi.Transforms(transforms))
+	}
+	return helmv4.NewChart(ctx, name, args, opts...)
+}

@@ -1,0 +1,1087 @@
+package stacks
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	k8scorev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	k8sresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/tenant"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+const tenantTestProject = "tfrs"
+
+// tenantRegistration is what the mock monitor saw for one resource.
+type tenantRegistration struct {
+	Type, Name, URN, Parent, ID string
+	Deps                        []string
+	Inputs                      resource.PropertyMap
+	Custom, Read                bool
+	Retain, Protect             bool
+	Transforms                  int
+}
+
+// tenantMocks records every registration. Reads of Secrets answer with secretData (plain
+// values, encoded here as the API server would).
+type tenantMocks struct {
+	stack      string
+	mu         sync.Mutex
+	regs       []*tenantRegistration
+	secretData map[string]string
+}
+
+func (m *tenantMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
+	r := &tenantRegistration{Type: args.TypeToken, Name: args.Name, Inputs: args.Inputs, Custom: args.Custom}
+	state := args.Inputs
+	if rpc := args.RegisterRPC; rpc != nil {
+		r.Parent, r.Deps, r.Transforms = rpc.GetParent(), rpc.GetDependencies(), len(rpc.GetTransforms())
+		r.Retain, r.Protect = rpc.GetRetainOnDelete(), rpc.GetProtect()
+	}
+	if rpc := args.ReadRPC; rpc != nil {
+		r.Parent, r.Read, r.ID = rpc.GetParent(), true, args.ID
+		if args.TypeToken == "kubernetes:core/v1:Secret" {
+			data := resource.PropertyMap{}
+			for k, v := range m.secretData {
+				data[resource.PropertyKey(k)] = resource.NewProperty(base64.StdEncoding.EncodeToString([]byte(v)))
+			}
+			state = resource.PropertyMap{"data": resource.MakeSecret(resource.NewProperty(data))}
+		}
+	}
+	parentType := tokens.Type("")
+	if p := resource.URN(r.Parent); p != "" && p.QualifiedType() != resource.RootStackType {
+		parentType = p.QualifiedType()
+	}
+	r.URN = string(resource.NewURN(tokens.QName(m.stack), tenantTestProject, parentType, tokens.Type(r.Type), r.Name))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.regs = append(m.regs, r)
+	return args.Name + "-id", state, nil
+}
+
+func (m *tenantMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
+	return resource.PropertyMap{}, nil
+}
+
+func (m *tenantMocks) byURN() map[string]*tenantRegistration {
+	out := map[string]*tenantRegistration{}
+	for _, r := range m.regs {
+		out[r.URN] = r
+	}
+	return out
+}
+
+// components are the registered tenant components, by id.
+func (m *tenantMocks) components() map[string]*tenantRegistration {
+	out := map[string]*tenantRegistration{}
+	for _, r := range m.regs {
+		if strings.HasPrefix(r.Type, "tfrs:tenant:") {
+			out[r.Name] = r
+		}
+	}
+	return out
+}
+
+func (m *tenantMocks) owner(urns map[string]*tenantRegistration, r *tenantRegistration) *tenantRegistration {
+	for {
+		p, ok := urns[r.Parent]
+		if !ok {
+			return r
+		}
+		r = p
+	}
+}
+
+// edges are the component-level DependsOn edges as the engine sees them (see clusterMocks).
+func (m *tenantMocks) edges() []GraphEdge {
+	urns := m.byURN()
+	set := map[GraphEdge]bool{}
+	for id, c := range m.components() {
+		for _, d := range c.Deps {
+			dep, ok := urns[d]
+			if !ok {
+				panic("dependency on an unregistered resource " + d)
+			}
+			if o := m.owner(urns, dep); o.Name != id {
+				set[GraphEdge{From: o.Name, To: id}] = true
+			}
+		}
+	}
+	var out []GraphEdge
+	for e := range set {
+		out = append(out, e)
+	}
+	sortEdges(out)
+	return out
+}
+
+func (m *tenantMocks) find(t *testing.T, typ, name string) *tenantRegistration {
+	t.Helper()
+	var found []*tenantRegistration
+	for _, r := range m.regs {
+		if r.Type == typ && (name == "" || r.Name == name) {
+			found = append(found, r)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d registrations of %s %q, want 1", len(found), typ, name)
+	}
+	return found[0]
+}
+
+func (m *tenantMocks) all(typ string) []*tenantRegistration {
+	var out []*tenantRegistration
+	for _, r := range m.regs {
+		if r.Type == typ {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// tenantRun is one run of the program under mocks.
+type tenantRun struct {
+	m       *tenantMocks
+	g       *Graph
+	out     map[string]any
+	secret  map[string]bool
+	content map[string]any // out with every value, for lookups
+}
+
+// lookup serves the run's outputs as a stack would (for the shared → member hand-over).
+func (r *tenantRun) lookup(key string) (any, bool, bool) {
+	v, ok := r.out[key]
+	return v, r.secret[key], ok
+}
+
+// runTenantErr runs the program as stack `stack` and returns the run (nil on error).
+func runTenantErr(in TenantInput, stack string, secretData map[string]string) (*tenantRun, error) {
+	m := &tenantMocks{stack: stack, secretData: secretData}
+	g := &Graph{}
+	in.Graph = g
+	run := &tenantRun{m: m, g: g, out: map[string]any{}, secret: map[string]bool{}}
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+		outs, err := tenantProgram(ctx, in)
+		if err != nil {
+			return err
+		}
+		for k, v := range outs {
+			wg.Add(1)
+			o := pulumi.ToOutput(v)
+			o.ApplyT(func(x any) any {
+				mu.Lock()
+				run.out[k] = x
+				run.secret[k] = pulumi.IsSecret(o)
+				mu.Unlock()
+				wg.Done()
+				return x
+			})
+		}
+		return nil
+	}, pulumi.WithMocks(tenantTestProject, stack, m))
+	if err != nil {
+		return &tenantRun{m: m}, err
+	}
+	wg.Wait()
+	return run, nil
+}
+
+func runTenant(t *testing.T, in TenantInput, stack string, secretData map[string]string) *tenantRun {
+	t.Helper()
+	r, err := runTenantErr(in, stack, secretData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := TenantOutputKeys()
+	if len(r.out) != len(keys) {
+		t.Errorf("outputs %v, want every key of %v", sortedNames(r.out), sortedNames(keys))
+	}
+	for k, secret := range keys {
+		if _, ok := r.out[k]; !ok {
+			t.Errorf("output %s missing", k)
+		}
+		if r.secret[k] != secret {
+			t.Errorf("output %s: secret %v, want %v", k, r.secret[k], secret)
+		}
+	}
+	return r
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var testTenantCluster = TenantCluster{
+	PullSecretName:        "ccr-pull-secret",
+	DockerConfigJSON:      `{"auths":{"ccr.ccs.tencentyun.com":{"username":"robot","password":"s3cret","auth":"cm9ib3Q6czNjcmV0"}}}`,
+	RabbitMQOperatorReady: true,
+}
+
+func newEnterprise(mut func(*v1alpha1.TFRTenantSpec)) *v1alpha1.TFRTenant {
+	t := &v1alpha1.TFRTenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "tfrs-system"},
+		Spec:       v1alpha1.TFRTenantSpec{ClusterRef: "dev", Type: v1alpha1.TenantEnterprise},
+	}
+	if mut != nil {
+		mut(&t.Spec)
+	}
+	return t
+}
+
+func newPersonal(name string, created time.Time, mut func(*v1alpha1.TFRTenantSpec)) *v1alpha1.TFRTenant {
+	t := &v1alpha1.TFRTenant{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tfrs-system", CreationTimestamp: metav1.NewTime(created)},
+		Spec:       v1alpha1.TFRTenantSpec{ClusterRef: "dev", Type: v1alpha1.TenantPersonal, JobType: "chat"},
+	}
+	if mut != nil {
+		mut(&t.Spec)
+	}
+	return t
+}
+
+const enterpriseStack = "tenant.tfrs-system.acme"
+
+func sharedChatStack(t *testing.T) string {
+	t.Helper()
+	s, err := PersonalSharedStack("chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+var allTenantComponents = map[string]string{
+	TenantNamespace:     tenant.NamespaceType,
+	TenantPostgreSQL:    tenant.PostgreSQLType,
+	TenantRedis:         tenant.RedisType,
+	TenantMinIO:         tenant.MinIOType,
+	TenantRabbitMQ:      tenant.RabbitMQType,
+	TenantTimescaleDB:   tenant.TimescaleDBType,
+	TenantJaeger:        tenant.JaegerType,
+	TenantOtelCollector: tenant.OtelCollectorType,
+	TenantPrometheus:    tenant.PrometheusType,
+	TenantGrafana:       tenant.GrafanaType,
+	TenantVector:        tenant.VectorType,
+	TenantSharedCache:   tenant.SharedCacheType,
+	TenantTFRobotFront:  tenant.TFRobotFrontType,
+	TenantTFRSUtils:     tenant.TFRSUtilsType,
+}
+
+// tenantSeedEdges is the seeds' TFRTenant graph, edge by edge, inside the stack.
+var tenantSeedEdges = func() []GraphEdge {
+	var e []GraphEdge
+	for id := range allTenantComponents {
+		if id != TenantNamespace && id != TenantRabbitMQ {
+			e = append(e, GraphEdge{TenantNamespace, id})
+		}
+	}
+	return append(e, GraphEdge{TenantPostgreSQL, TenantTimescaleDB}, GraphEdge{TenantJaeger, TenantOtelCollector})
+}()
+
+// The edge the seeds leave implicit and the program adds (documented in tenant.go).
+var tenantAddedEdges = []GraphEdge{{TenantNamespace, TenantRabbitMQ}}
+
+// The external gate: the cluster's RabbitMQ operator.
+var tenantGateEdge = GraphEdge{TenantRabbitMQOperatorReady, TenantRabbitMQ}
+
+func wantTenantEdges(gate bool, removed ...string) []GraphEdge {
+	var out []GraphEdge
+	for _, e := range append(append([]GraphEdge(nil), tenantSeedEdges...), tenantAddedEdges...) {
+		if !contains(removed, e.From) && !contains(removed, e.To) {
+			out = append(out, e)
+		}
+	}
+	if gate {
+		out = append(out, tenantGateEdge)
+	}
+	sortEdges(out)
+	return out
+}
+
+func TestTenantEnterprise(t *testing.T) {
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster}, enterpriseStack, nil)
+	m := r.m
+
+	got := map[string]string{}
+	for id, c := range m.components() {
+		got[id] = c.Type
+		if c.Parent != "" && resource.URN(c.Parent).QualifiedType() != resource.RootStackType {
+			t.Errorf("%s is not a top-level component", id)
+		}
+	}
+	check(t, "components", got, allTenantComponents)
+	// Every other resource sits under a component, except the engine's credentials.
+	urns := m.byURN()
+	var creds []string
+	for _, reg := range m.regs {
+		if reg.Type == engine.CredentialType {
+			creds = append(creds, reg.Name)
+			continue
+		}
+		if o := m.owner(urns, reg); !strings.HasPrefix(o.Type, "tfrs:tenant:") {
+			t.Errorf("%s %s is outside every component", reg.Type, reg.Name)
+		}
+	}
+	sort.Strings(creds)
+	check(t, "generated credentials", creds, []string{
+		CredentialGrafanaPassword, CredentialMinIORootPass, CredentialMinIORootUser,
+		CredentialPostgresPassword, CredentialRabbitMQPassword, CredentialRedisPassword,
+	})
+	if len(r.g.Skipped) != 0 {
+		t.Errorf("skipped %v", r.g.Skipped)
+	}
+
+	nsr := plainInputs(m.find(t, "kubernetes:core/v1:Namespace", "").Inputs)
+	check(t, "namespace", dig(t, nsr, "metadata"), map[string]any{"name": "acme", "labels": map[string]any{
+		"istio-injection": "enabled", LabelTenant: "acme", LabelTenantType: "enterprise",
+	}})
+	pa := plainInputs(m.find(t, "kubernetes:security.istio.io/v1:PeerAuthentication", "").Inputs)
+	check(t, "peer authentication", dig(t, pa, "spec"), map[string]any{"mtls": map[string]any{"mode": "STRICT"}})
+	check(t, "peer authentication name", dig(t, pa, "metadata", "name"), "default")
+	ap := plainInputs(m.find(t, "kubernetes:security.istio.io/v1:AuthorizationPolicy", "").Inputs)
+	check(t, "authorization policy", dig(t, ap, "spec"), map[string]any{"action": "ALLOW", "rules": []any{map[string]any{"from": []any{map[string]any{"source": map[string]any{
+		"namespaces": []any{"acme", cluster.IngressNamespace, cluster.IstioNamespace, TenantMonitoringNamespace},
+	}}}}}})
+	check(t, "authorization policy namespace", dig(t, ap, "metadata", "namespace"), "acme")
+
+	pull := m.find(t, "kubernetes:core/v1:Secret", "namespace-pull-secret")
+	check(t, "pull secret", dig(t, plainInputs(pull.Inputs), "metadata"), map[string]any{"name": "ccr-pull-secret", "namespace": "acme"})
+	check(t, "pull secret data", dig(t, plainInputs(pull.Inputs), "data", ".dockerconfigjson"),
+		base64.StdEncoding.EncodeToString([]byte(testTenantCluster.DockerConfigJSON.Reveal())))
+
+	pg := plainInputs(m.find(t, "kubernetes:postgresql.cnpg.io/v1:Cluster", "postgresql-cluster").Inputs)
+	check(t, "pg name", dig(t, pg, "metadata", "name"), "acme-pg")
+	if img := dig(t, pg, "spec", "imageName").(string); !strings.HasSuffix(img, ":16-minimal-bookworm") {
+		t.Errorf("pg image %q", img)
+	}
+	check(t, "pg initdb", dig(t, pg, "spec", "bootstrap", "initdb"), map[string]any{
+		"database": "acme", "owner": "app_user", "secret": map[string]any{"name": "acme-pg-credentials"},
+	})
+	check(t, "pg storage", dig(t, pg, "spec", "storage"), map[string]any{"size": "10Gi"})
+	check(t, "pg pull secret", dig(t, pg, "spec", "imagePullSecrets"), []any{map[string]any{"name": "ccr-pull-secret"}})
+	pgSecret := m.find(t, "kubernetes:core/v1:Secret", "postgresql-credentials")
+	check(t, "pg secret", dig(t, plainInputs(pgSecret.Inputs), "metadata", "name"), "acme-pg-credentials")
+	check(t, "pg secret type", dig(t, plainInputs(pgSecret.Inputs), "type"), "kubernetes.io/basic-auth")
+	check(t, "pg secret user", dig(t, plainInputs(pgSecret.Inputs), "stringData", "username"), "app_user")
+
+	ts := plainInputs(m.find(t, "kubernetes:postgresql.cnpg.io/v1:Cluster", "timescaledb-cluster").Inputs)
+	check(t, "tsdb name", dig(t, ts, "metadata", "name"), "acme-tsdb")
+	check(t, "tsdb reuses the pg login", dig(t, ts, "spec", "bootstrap", "initdb", "secret"), map[string]any{"name": "acme-pg-credentials"})
+	check(t, "tsdb preload", dig(t, ts, "spec", "postgresql", "shared_preload_libraries"), []any{"timescaledb"})
+
+	redis := plainInputs(m.find(t, "kubernetes:apps/v1:Deployment", "redis-deployment").Inputs)
+	env := dig(t, redis, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["env"].([]any)
+	check(t, "redis password from the Secret", env[0], map[string]any{"name": "REDIS_PASSWORD", "valueFrom": map[string]any{
+		"secretKeyRef": map[string]any{"name": tenant.RedisSecret, "key": "password"},
+	}})
+	check(t, "redis requirepass", dig(t, env[1], "value"), "--requirepass $(REDIS_PASSWORD) --appendonly yes")
+	check(t, "redis pull secret", dig(t, redis, "spec", "template", "spec", "imagePullSecrets"), []any{map[string]any{"name": "ccr-pull-secret"}})
+	svc := plainInputs(m.find(t, "kubernetes:core/v1:Service", "redis-service").Inputs)
+	check(t, "redis service", dig(t, svc, "metadata", "name"), "redis")
+	check(t, "redis port", dig(t, svc, "spec", "ports"), []any{map[string]any{"name": "redis", "port": 6379.0, "targetPort": "redis"}})
+
+	mt := plainInputs(m.find(t, "kubernetes:minio.min.io/v2:Tenant", "").Inputs)
+	check(t, "minio tenant", dig(t, mt, "metadata", "name"), "minio")
+	check(t, "minio configuration", dig(t, mt, "spec", "configuration"), map[string]any{"name": tenant.MinIOConfigSecret})
+	check(t, "minio bucket", dig(t, mt, "spec", "buckets"), []any{map[string]any{"name": "acme"}})
+	cfg := dig(t, plainInputs(m.find(t, "kubernetes:core/v1:Secret", "minio-configuration").Inputs), "stringData", "config.env").(string)
+	if !strings.HasPrefix(cfg, `export MINIO_ROOT_USER="`) || !strings.Contains(cfg, "\nexport MINIO_ROOT_PASSWORD=\"") {
+		t.Errorf("config.env = %q", cfg)
+	}
+
+	mq := m.find(t, "kubernetes:rabbitmq.com/v1beta1:RabbitmqCluster", "")
+	check(t, "rabbitmq name", dig(t, plainInputs(mq.Inputs), "metadata", "name"), "rabbitmq")
+	if du := m.find(t, "kubernetes:core/v1:Secret", "rabbitmq-default-user"); !contains(mq.Deps, du.URN) {
+		t.Error("RabbitmqCluster does not wait for its default-user Secret")
+	}
+	check(t, "rabbitmq default user secret", dig(t, plainInputs(m.find(t, "kubernetes:core/v1:Secret", "rabbitmq-default-user").Inputs), "metadata", "name"), "rabbitmq-default-user")
+
+	// The values the Confz example of the seeds expects, and the rest of the connection info.
+	out := r.out
+	rmqPass := out[TenantOutputRabbitMQPassword].(string)
+	check(t, "outputs", out, map[string]any{
+		TenantOutputNamespace: "acme", TenantOutputTenantType: "enterprise", TenantOutputJobType: "",
+		TenantOutputSharedStack: "", TenantOutputPullSecretName: "ccr-pull-secret",
+		TenantOutputPostgresHost: "acme-pg-rw", TenantOutputPostgresPort: 5432, TenantOutputPostgresDatabase: "acme",
+		TenantOutputPostgresUser: "app_user", TenantOutputPostgresPassword: out[TenantOutputPostgresPassword],
+		TenantOutputPostgresCredentialsSecret: "acme-pg-credentials",
+		TenantOutputTimescaleHost:             "acme-tsdb-rw", TenantOutputTimescalePort: 5432, TenantOutputTimescaleDatabase: "acme",
+		TenantOutputRedisHost: "redis.acme.svc.cluster.local", TenantOutputRedisPort: 6379,
+		TenantOutputRedisPassword: out[TenantOutputRedisPassword], TenantOutputRedisSecret: tenant.RedisSecret,
+		TenantOutputRabbitMQHost: "rabbitmq.acme.svc.cluster.local", TenantOutputRabbitMQPort: 5672,
+		TenantOutputRabbitMQUser: TenantRabbitMQUser, TenantOutputRabbitMQPassword: rmqPass, TenantOutputRabbitMQVHost: "/",
+		TenantOutputRabbitMQBrokerURL: "amqp://tfrs:" + rmqPass + "@rabbitmq.acme.svc.cluster.local:5672/",
+		TenantOutputMinIOHost:         "minio.acme.svc.cluster.local", TenantOutputMinIOPort: tenant.MinIOPort,
+		TenantOutputMinIOAccessKey: out[TenantOutputMinIOAccessKey], TenantOutputMinIOSecretKey: out[TenantOutputMinIOSecretKey],
+		TenantOutputMinIOBucket:   "acme",
+		TenantOutputOtelEndpoint:  "http://otel-collector.acme.svc.cluster.local:4317",
+		TenantOutputJaegerURL:     "http://jaeger-query.acme.svc.cluster.local:16686",
+		TenantOutputPrometheusURL: "http://prometheus.acme.svc.cluster.local:9090",
+		TenantOutputGrafanaURL:    "http://grafana.acme.svc.cluster.local", TenantOutputGrafanaAdminUser: "admin",
+		TenantOutputGrafanaAdminPassword: out[TenantOutputGrafanaAdminPassword], TenantOutputGrafanaAdminSecret: tenant.GrafanaAdminSecret,
+		TenantOutputVectorEndpoint:   "http://vector.acme.svc.cluster.local:8080",
+		TenantOutputFrontURL:         "http://tfrobot-front.acme.svc.cluster.local",
+		TenantOutputSharedCacheClaim: "shared-cache", TenantOutputSharedCacheDir: "/data/shared-cache",
+	})
+	check(t, "rabbitmq address", fmt.Sprintf("%s:%d", out[TenantOutputRabbitMQHost], out[TenantOutputRabbitMQPort]), "rabbitmq.acme.svc.cluster.local:5672")
+	for _, k := range []string{TenantOutputPostgresPassword, TenantOutputRedisPassword, TenantOutputRabbitMQPassword, TenantOutputMinIOAccessKey, TenantOutputMinIOSecretKey, TenantOutputGrafanaAdminPassword} {
+		if s, _ := out[k].(string); len(s) < 20 {
+			t.Errorf("%s = %q: not a generated credential", k, s)
+		}
+	}
+
+	// Grafana gets both data sources and its admin login only by Secret reference.
+	gv := plainInputs(m.find(t, "kubernetes:helm.sh/v4:Chart", "grafana-chart").Inputs)
+	check(t, "grafana admin", dig(t, gv, "values", "admin"), map[string]any{"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"})
+	var dsURLs []any
+	for _, d := range dig(t, gv, "values", "datasources", "datasources.yaml", "datasources").([]any) {
+		dsURLs = append(dsURLs, d.(map[string]any)["url"])
+	}
+	check(t, "grafana data sources", dsURLs, []any{"http://prometheus.acme.svc.cluster.local:9090", "http://jaeger-query.acme.svc.cluster.local:16686"})
+	oc := plainInputs(m.find(t, "kubernetes:core/v1:ConfigMap", "otel-collector-config").Inputs)
+	if c := dig(t, oc, "data", "config.yaml").(string); !strings.Contains(c, "endpoint: jaeger-collector.acme.svc.cluster.local:4317") {
+		t.Errorf("otel config does not export to Jaeger:\n%s", c)
+	}
+	sc := plainInputs(m.find(t, "kubernetes:core/v1:PersistentVolumeClaim", "shared-cache-claim").Inputs)
+	check(t, "shared cache access", dig(t, sc, "spec", "accessModes"), []any{"ReadWriteMany"})
+}
+
+func TestTenantEdgesAreExactlyTheSeeds(t *testing.T) {
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster}, enterpriseStack, nil)
+	// As registered: DependsOn inside the stack (the gate is not a resource here)…
+	check(t, "registered edges", r.m.edges(), wantTenantEdges(false))
+	// …as recorded for `tfrs graph`, with the cluster gate…
+	check(t, "recorded edges", r.g.Edges(), wantTenantEdges(true))
+	// …and as TenantGraph reports them, for both tenant types.
+	for _, tt := range []*v1alpha1.TFRTenant{newEnterprise(nil), newPersonal("alice", time.Now(), nil)} {
+		g, err := TenantGraph(tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, string(tt.Spec.Type)+" TenantGraph edges", g.Edges(), wantTenantEdges(true))
+		types := map[string]string{}
+		for _, n := range g.Nodes {
+			if n.External {
+				check(t, "external node", n, GraphNode{ID: TenantRabbitMQOperatorReady, Type: cluster.RabbitMQOperatorType, External: true})
+				continue
+			}
+			types[n.ID] = n.Type
+		}
+		check(t, "TenantGraph nodes", types, allTenantComponents)
+		b, err := json.Marshal(g)
+		if err != nil || !strings.Contains(string(b), `{"id":"rabbitmq","type":"tfrs:tenant:RabbitMQ","dependsOn":["namespace","rabbitmq-operator-ready"]}`) {
+			t.Errorf("graph JSON %s %v", b, err)
+		}
+	}
+}
+
+func TestTenantRabbitMQOperatorGate(t *testing.T) {
+	c := testTenantCluster
+	c.RabbitMQOperatorReady = false
+	r, err := runTenantErr(TenantInput{Tenant: newEnterprise(nil), Cluster: c}, enterpriseStack, nil)
+	if !errors.Is(err, ErrRabbitMQOperatorNotReady) {
+		t.Fatalf("err = %v", err)
+	}
+	if len(r.m.regs) != 0 {
+		t.Errorf("registered %d resources before refusing", len(r.m.regs))
+	}
+}
+
+// dataObjects are the registrations that hold data (or the namespace holding them).
+var dataObjects = []string{
+	"kubernetes:core/v1:Namespace::namespace-namespace",
+	"kubernetes:postgresql.cnpg.io/v1:Cluster::postgresql-cluster",
+	"kubernetes:core/v1:Secret::postgresql-credentials",
+	"kubernetes:postgresql.cnpg.io/v1:Cluster::timescaledb-cluster",
+	"kubernetes:minio.min.io/v2:Tenant::minio-tenant",
+	"kubernetes:core/v1:Secret::minio-configuration",
+	"kubernetes:core/v1:PersistentVolumeClaim::redis-data",
+	"kubernetes:core/v1:PersistentVolumeClaim::shared-cache-claim",
+}
+
+func TestTenantDeletionPolicy(t *testing.T) {
+	for _, policy := range []v1alpha1.DeletionPolicy{"", v1alpha1.DeletionRetain, v1alpha1.DeletionDelete} {
+		t.Run(string(policy), func(t *testing.T) {
+			r := runTenant(t, TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) { s.DeletionPolicy = policy }), Cluster: testTenantCluster}, enterpriseStack, nil)
+			var retained []string
+			for _, reg := range r.m.regs {
+				if reg.Retain {
+					retained = append(retained, reg.Type+"::"+reg.Name)
+				}
+				if reg.Protect {
+					t.Errorf("%s %s is protected: destroy would fail", reg.Type, reg.Name)
+				}
+			}
+			want := dataObjects
+			if policy == v1alpha1.DeletionDelete {
+				want = nil
+			}
+			if !sameStrings(retained, want) {
+				t.Errorf("retained %v, want %v", retained, want)
+			}
+		})
+	}
+}
+
+func sameStrings(a, b []string) bool {
+	a, b = append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(a)
+	sort.Strings(b)
+	return fmt.Sprint(a) == fmt.Sprint(b)
+}
+
+func TestTenantExistingSecretsWin(t *testing.T) {
+	ref := func(n string) *v1alpha1.ExistingSecretRef { return &v1alpha1.ExistingSecretRef{ExistingSecret: n} }
+	tt := newEnterprise(func(s *v1alpha1.TFRTenantSpec) {
+		s.Credentials = v1alpha1.TenantCredentials{
+			PostgreSQL: ref("pg-login"), Redis: ref("redis-login"), MinIO: ref("minio-login"),
+			RabbitMQ: ref("mq-login"), Grafana: ref("grafana-login"),
+		}
+	})
+	// Every read Secret answers with the same keys in this mock.
+	r := runTenant(t, TenantInput{Tenant: tt, Cluster: testTenantCluster}, enterpriseStack, map[string]string{
+		"username": "owner", "password": "hunter2", "rootUser": "s3-admin", "rootPassword": "hunter3",
+	})
+	if creds := r.m.all(engine.CredentialType); len(creds) != 0 {
+		t.Errorf("%d credentials generated although every login is given", len(creds))
+	}
+	var reads []string
+	for _, reg := range r.m.regs {
+		if reg.Read {
+			reads = append(reads, reg.ID)
+		}
+	}
+	check(t, "read Secrets", sameStrings(reads, []string{"acme/pg-login", "acme/redis-login", "acme/minio-login", "acme/mq-login", "acme/grafana-login"}), true)
+	out := r.out
+	check(t, "pg user", out[TenantOutputPostgresUser], "owner")
+	check(t, "pg password", out[TenantOutputPostgresPassword], "hunter2")
+	check(t, "redis password", out[TenantOutputRedisPassword], "hunter2")
+	check(t, "minio keys", []any{out[TenantOutputMinIOAccessKey], out[TenantOutputMinIOSecretKey]}, []any{"s3-admin", "hunter3"})
+	check(t, "rabbitmq login", []any{out[TenantOutputRabbitMQUser], out[TenantOutputRabbitMQPassword]}, []any{"owner", "hunter2"})
+	check(t, "broker", out[TenantOutputRabbitMQBrokerURL], "amqp://owner:hunter2@rabbitmq.acme.svc.cluster.local:5672/")
+	check(t, "grafana login", []any{out[TenantOutputGrafanaAdminUser], out[TenantOutputGrafanaAdminPassword]}, []any{"owner", "hunter2"})
+	// The user-given login is what the owned Secrets and the CNPG bootstrap carry.
+	pg := plainInputs(r.m.find(t, "kubernetes:postgresql.cnpg.io/v1:Cluster", "postgresql-cluster").Inputs)
+	check(t, "pg owner", dig(t, pg, "spec", "bootstrap", "initdb", "owner"), "owner")
+	pgSecret := plainInputs(r.m.find(t, "kubernetes:core/v1:Secret", "postgresql-credentials").Inputs)
+	check(t, "pg secret", dig(t, pgSecret, "stringData"), map[string]any{"username": "owner", "password": "hunter2"})
+
+	// A Secret without the password key fails the run with a message naming it, not the value.
+	_, err := runTenantErr(TenantInput{Tenant: tt, Cluster: testTenantCluster}, enterpriseStack, map[string]string{"username": "owner"})
+	if err == nil || !strings.Contains(err.Error(), `has no key "password"`) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// walkPlain calls fn for every string in v that is not under a secret, and onSecret for
+// every secret it skips.
+func walkPlain(v resource.PropertyValue, path string, fn func(path, s string), onSecret func()) {
+	switch {
+	case v.IsSecret():
+		onSecret()
+	case v.IsOutput():
+		if o := v.OutputValue(); o.Secret {
+			onSecret()
+		} else {
+			walkPlain(o.Element, path, fn, onSecret)
+		}
+	case v.IsString():
+		fn(path, v.StringValue())
+	case v.IsArray():
+		for i, e := range v.ArrayValue() {
+			walkPlain(e, fmt.Sprintf("%s[%d]", path, i), fn, onSecret)
+		}
+	case v.IsObject():
+		for k, e := range v.ObjectValue() {
+			walkPlain(e, path+"."+string(k), fn, onSecret)
+		}
+	}
+}
+
+func TestTenantSecretsNeverInPlainText(t *testing.T) {
+	for _, tt := range []*v1alpha1.TFRTenant{newEnterprise(nil), newPersonal("alice", time.Now(), nil)} {
+		stack := enterpriseStack
+		if tt.Spec.Type == v1alpha1.TenantPersonal {
+			stack = sharedChatStack(t)
+		}
+		r := runTenant(t, TenantInput{Tenant: tt, Cluster: testTenantCluster}, stack, nil)
+		var secrets []string
+		for k, isSecret := range r.secret {
+			if isSecret {
+				s := r.out[k].(string)
+				secrets = append(secrets, s, base64.StdEncoding.EncodeToString([]byte(s)))
+			}
+		}
+		// The dockerconfigjson carries the registry password; it must stay secret too.
+		cfg := testTenantCluster.DockerConfigJSON.Reveal()
+		secrets = append(secrets, cfg, base64.StdEncoding.EncodeToString([]byte(cfg)))
+		if len(secrets) < 16 {
+			t.Fatalf("only %d secret values to look for", len(secrets))
+		}
+		hidden := 0
+		for _, reg := range r.m.regs {
+			walkPlain(resource.NewProperty(reg.Inputs), reg.Type+"::"+reg.Name, func(path, s string) {
+				for _, sec := range secrets {
+					if strings.Contains(s, sec) {
+						t.Errorf("%s: a secret in plain text", path)
+					}
+				}
+			}, func() { hidden++ })
+		}
+		// At least the data of every Secret the stack owns is marked secret (six: the pull
+		// Secret and the logins of PostgreSQL, Redis, MinIO, RabbitMQ and Grafana).
+		if owned := len(r.m.all("kubernetes:core/v1:Secret")); owned != 6 || hidden < owned {
+			t.Errorf("%d secret values seen in the inputs of %d Secrets: the check is not looking", hidden, owned)
+		}
+		for k, v := range r.out {
+			if s, ok := v.(string); ok && !r.secret[k] {
+				for _, sec := range secrets {
+					if strings.Contains(s, sec) {
+						t.Errorf("output %s holds a secret in plain text", k)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestTenantPersonal(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	alice, bob := newPersonal("alice", t0, nil), newPersonal("bob", t0.Add(time.Hour), nil)
+	shared := sharedChatStack(t)
+	check(t, "shared stack", shared, "tenant.personal-chat._shared")
+	check(t, "valid stack name", engine.ValidateStackName(shared), nil)
+
+	// The job type's shared stack owns the namespace and the middleware.
+	sr := runTenant(t, TenantInput{Tenant: alice, Cluster: testTenantCluster}, shared, nil)
+	if n := len(sr.m.components()); n != len(allTenantComponents) {
+		t.Errorf("shared stack registered %d components", n)
+	}
+	nsr := plainInputs(sr.m.find(t, "kubernetes:core/v1:Namespace", "").Inputs)
+	check(t, "shared namespace", dig(t, nsr, "metadata"), map[string]any{"name": "personal-chat", "labels": map[string]any{
+		"istio-injection": "enabled", LabelJobType: "chat", LabelTenantType: "personal",
+	}})
+	for _, reg := range sr.m.regs {
+		if strings.Contains(fmt.Sprint(plainInputs(reg.Inputs)), "alice") {
+			t.Errorf("%s %s names the tenant that happens to drive the shared stack", reg.Type, reg.Name)
+		}
+	}
+	check(t, "pg host", sr.out[TenantOutputPostgresHost], "personal-chat-pg-rw")
+	check(t, "redis host", sr.out[TenantOutputRedisHost], "redis.personal-chat.svc.cluster.local")
+	check(t, "minio host", sr.out[TenantOutputMinIOHost], "minio.personal-chat.svc.cluster.local")
+	check(t, "type", []any{sr.out[TenantOutputTenantType], sr.out[TenantOutputJobType]}, []any{"personal", "chat"})
+	check(t, "edges", sr.m.edges(), wantTenantEdges(false))
+
+	// Whoever owns the spec, the shared stack's objects are the same: nothing is keyed by the
+	// tenant's name.
+	br := runTenant(t, TenantInput{Tenant: bob, Cluster: testTenantCluster}, shared, nil)
+	urnSet := func(r *tenantRun) []string {
+		var out []string
+		for _, reg := range r.m.regs {
+			out = append(out, reg.URN)
+		}
+		return out
+	}
+	check(t, "same objects whichever tenant drives the shared stack", sameStrings(urnSet(sr), urnSet(br)), true)
+
+	// Both tenants' own stacks register nothing and re-export the shared outputs.
+	sharedOut, err := tenantOutputsFrom(sr.lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []*v1alpha1.TFRTenant{alice, bob} {
+		own, sh, err := TenantStackNames(tt)
+		if err != nil || sh != shared {
+			t.Fatalf("stack names %q %q %v", own, sh, err)
+		}
+		mr := runTenant(t, TenantInput{Tenant: tt, Cluster: testTenantCluster, Shared: &sharedOut}, own, nil)
+		if len(mr.m.regs) != 0 {
+			t.Errorf("%s: member stack registered %d resources", tt.Name, len(mr.m.regs))
+		}
+		want := map[string]any{}
+		for k, v := range sr.out {
+			want[k] = v
+		}
+		want[TenantOutputSharedStack] = shared
+		check(t, tt.Name+" outputs", mr.out, want)
+		check(t, tt.Name+" secrets", mr.secret, sr.secret)
+		if len(mr.g.Nodes) != 0 || len(mr.g.Skipped) != len(allTenantComponents) {
+			t.Errorf("%s: member graph %+v", tt.Name, mr.g)
+		}
+		// Even when the RabbitMQ operator is down, a member only reads.
+		c := testTenantCluster
+		c.RabbitMQOperatorReady = false
+		if _, err := runTenantErr(TenantInput{Tenant: tt, Cluster: c, Shared: &sharedOut}, own, nil); err != nil {
+			t.Errorf("%s: member with the operator down: %v", tt.Name, err)
+		}
+	}
+
+	// Misuse is refused.
+	own, _, _ := TenantStackNames(bob)
+	for name, in := range map[string]struct {
+		in    TenantInput
+		stack string
+		msg   string
+	}{
+		"member without shared outputs":     {TenantInput{Tenant: bob, Cluster: testTenantCluster}, own, "up that stack first"},
+		"shared stack given shared outputs": {TenantInput{Tenant: bob, Cluster: testTenantCluster, Shared: &sharedOut}, shared, "takes no shared outputs"},
+		"enterprise given shared outputs":   {TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster, Shared: &sharedOut}, enterpriseStack, "takes no shared outputs"},
+		"other namespace": {TenantInput{Tenant: newPersonal("carol", t0, func(s *v1alpha1.TFRTenantSpec) { s.Namespace = "carol" }),
+			Cluster: testTenantCluster, Shared: &sharedOut}, "tenant.tfrs-system.carol", `shares namespace "personal-chat"`},
+		"other job type": {TenantInput{Tenant: newPersonal("dave", t0, func(s *v1alpha1.TFRTenantSpec) { s.JobType = "code" }),
+			Cluster: testTenantCluster, Shared: &sharedOut}, "tenant.tfrs-system.dave", `want job type "code"`},
+	} {
+		r, err := runTenantErr(in.in, in.stack, nil)
+		if err == nil || !strings.Contains(err.Error(), in.msg) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+		if len(r.m.regs) != 0 {
+			t.Errorf("%s: registered %d resources", name, len(r.m.regs))
+		}
+	}
+}
+
+func TestSharedStackOwner(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	deleting := newPersonal("aaron", t0.Add(-time.Hour), nil)
+	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	other := newPersonal("zed", t0.Add(-2*time.Hour), func(s *v1alpha1.TFRTenantSpec) { s.JobType = "code" })
+	tenants := []v1alpha1.TFRTenant{*newPersonal("bob", t0, nil), *deleting, *other, *newEnterprise(nil), *newPersonal("alice", t0, nil)}
+	if o := SharedStackOwner(tenants, "chat"); o == nil || o.Name != "alice" {
+		t.Errorf("owner = %v, want alice (oldest live, name breaks the tie)", o)
+	}
+	if o := SharedStackOwner(tenants, "code"); o == nil || o.Name != "zed" {
+		t.Errorf("code owner = %v", o)
+	}
+	if o := SharedStackOwner([]v1alpha1.TFRTenant{*deleting}, "chat"); o != nil {
+		t.Errorf("owner %s among tenants being deleted: the shared stack should go", o.Name)
+	}
+	if _, err := PersonalSharedStack(""); err == nil {
+		t.Error("empty job type accepted")
+	}
+	own, shared, err := TenantStackNames(newEnterprise(nil))
+	check(t, "enterprise stacks", []any{own, shared, err}, []any{enterpriseStack, "", nil})
+}
+
+func TestTenantDisablingRemovesDependants(t *testing.T) {
+	off := func(tg *v1alpha1.Toggle) { tg.Enabled = ptr.To(false) }
+	for _, tc := range []struct {
+		name    string
+		mut     func(*v1alpha1.TFRTenantSpec)
+		removed []string
+		zero    []string
+	}{
+		{"jaeger", func(s *v1alpha1.TFRTenantSpec) { off(&s.Jaeger.Toggle) }, []string{TenantJaeger, TenantOtelCollector}, []string{TenantOutputJaegerURL, TenantOutputOtelEndpoint}},
+		{"timescaledb", func(s *v1alpha1.TFRTenantSpec) { off(&s.TimescaleDB.Toggle) }, []string{TenantTimescaleDB}, []string{TenantOutputTimescaleHost}},
+		{"monitoring", func(s *v1alpha1.TFRTenantSpec) {
+			off(&s.Prometheus.Toggle)
+			off(&s.Grafana.Toggle)
+			off(&s.Vector.Toggle)
+		}, []string{TenantPrometheus, TenantGrafana, TenantVector}, []string{TenantOutputPrometheusURL, TenantOutputGrafanaURL, TenantOutputGrafanaAdminPassword, TenantOutputVectorEndpoint}},
+		{"apps and cache", func(s *v1alpha1.TFRTenantSpec) {
+			off(&s.SharedCache.Toggle)
+			off(&s.TFRobotFront.Toggle)
+			off(&s.TFRSUtils.Toggle)
+		}, []string{TenantSharedCache, TenantTFRobotFront, TenantTFRSUtils}, []string{TenantOutputSharedCacheClaim, TenantOutputFrontURL}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runTenant(t, TenantInput{Tenant: newEnterprise(tc.mut), Cluster: testTenantCluster}, enterpriseStack, nil)
+			want := map[string]string{}
+			for id, typ := range allTenantComponents {
+				if !contains(tc.removed, id) {
+					want[id] = typ
+				}
+			}
+			got := map[string]string{}
+			for id, c := range r.m.components() {
+				got[id] = c.Type
+			}
+			check(t, "components", got, want)
+			check(t, "edges", r.m.edges(), wantTenantEdges(false, tc.removed...))
+			var skipped []string
+			for _, s := range r.g.Skipped {
+				skipped = append(skipped, s.ID)
+			}
+			check(t, "skipped", sameStrings(skipped, tc.removed), true)
+			for _, k := range tc.zero {
+				if v := r.out[k]; v != "" {
+					t.Errorf("%s = %v, want empty", k, v)
+				}
+			}
+		})
+	}
+	// Without Jaeger, Grafana keeps only the Prometheus data source.
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) { off(&s.Jaeger.Toggle) }), Cluster: testTenantCluster}, enterpriseStack, nil)
+	ds := dig(t, plainInputs(r.m.find(t, "kubernetes:helm.sh/v4:Chart", "grafana-chart").Inputs), "values", "datasources", "datasources.yaml", "datasources").([]any)
+	check(t, "data sources", len(ds), 1)
+}
+
+func TestTenantMirrorAndPullSecret(t *testing.T) {
+	c := testTenantCluster
+	c.ImageRegistry = "mirror.example.cn/tfrs"
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: c}, enterpriseStack, nil)
+	for _, d := range r.m.all("kubernetes:apps/v1:Deployment") {
+		spec := dig(t, plainInputs(d.Inputs), "spec", "template", "spec").(map[string]any)
+		img := spec["containers"].([]any)[0].(map[string]any)["image"].(string)
+		if !strings.HasPrefix(img, "mirror.example.cn/tfrs/") {
+			t.Errorf("%s image %s not mirrored", d.Name, img)
+		}
+		check(t, d.Name+" pull secret", spec["imagePullSecrets"], []any{map[string]any{"name": "ccr-pull-secret"}})
+	}
+	check(t, "pg image", dig(t, plainInputs(r.m.find(t, "kubernetes:postgresql.cnpg.io/v1:Cluster", "postgresql-cluster").Inputs), "spec", "imageName"),
+		"mirror.example.cn/tfrs/cloudnative-pg/postgresql:16-minimal-bookworm")
+	check(t, "rabbitmq image", dig(t, plainInputs(r.m.find(t, "kubernetes:rabbitmq.com/v1beta1:RabbitmqCluster", "").Inputs), "spec", "image"),
+		"mirror.example.cn/tfrs/library/rabbitmq:3.13.7-management")
+	for _, ch := range r.m.all("kubernetes:helm.sh/v4:Chart") {
+		if ch.Transforms != 2 {
+			t.Errorf("%s: %d transforms, want the image mirror and the pull secret", ch.Name, ch.Transforms)
+		}
+	}
+
+	// Without registry credentials: no pull Secret anywhere, no transform.
+	r = runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: TenantCluster{RabbitMQOperatorReady: true}}, enterpriseStack, nil)
+	if s := r.m.all("kubernetes:core/v1:Secret"); len(s) != 5 {
+		t.Errorf("%d Secrets, want the 5 credentials Secrets", len(s))
+	}
+	check(t, "pull secret output", r.out[TenantOutputPullSecretName], "")
+	for _, ch := range r.m.all("kubernetes:helm.sh/v4:Chart") {
+		if ch.Transforms != 0 {
+			t.Errorf("%s: transforms without a mirror or pull secret", ch.Name)
+		}
+	}
+	// A pull Secret name without its content is refused.
+	_, err := runTenantErr(TenantInput{Tenant: newEnterprise(nil), Cluster: TenantCluster{PullSecretName: "x", RabbitMQOperatorReady: true}}, enterpriseStack, nil)
+	if err == nil {
+		t.Error("pull secret without dockerconfigjson accepted")
+	}
+}
+
+func TestTenantSpecOverrides(t *testing.T) {
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) {
+		s.Namespace = "acme-prod"
+		s.PostgreSQL.Database = "robots"
+		s.PostgreSQL.Instances = ptr.To[int32](3)
+		s.PostgreSQL.StorageClassName = "fast"
+		s.PostgreSQL.Resources.Limits = k8scorev1.ResourceList{"memory": k8sresource.MustParse("2Gi")}
+		s.Grafana.Values = &apiextensionsv1.JSON{Raw: []byte(`{"replicas":2}`)}
+		s.Jaeger.LocalPath = "/charts/jaeger"
+		s.SharedCache.CacheDir = "/cache"
+		s.TFRobotFront.Replicas = ptr.To[int32](0)
+	}), Cluster: testTenantCluster}, "tenant.tfrs-system.acme", nil)
+	pg := plainInputs(r.m.find(t, "kubernetes:postgresql.cnpg.io/v1:Cluster", "postgresql-cluster").Inputs)
+	check(t, "pg", []any{dig(t, pg, "metadata", "name"), dig(t, pg, "spec", "instances"), dig(t, pg, "spec", "storage"), dig(t, pg, "spec", "resources"), dig(t, pg, "spec", "bootstrap", "initdb", "database")},
+		[]any{"acme-prod-pg", 3.0, map[string]any{"size": "10Gi", "storageClass": "fast"}, map[string]any{"limits": map[string]any{"memory": "2Gi"}}, "robots"})
+	check(t, "outputs", []any{r.out[TenantOutputPostgresHost], r.out[TenantOutputPostgresDatabase], r.out[TenantOutputSharedCacheDir], r.out[TenantOutputNamespace]},
+		[]any{"acme-prod-pg-rw", "robots", "/cache", "acme-prod"})
+	g := plainInputs(r.m.find(t, "kubernetes:helm.sh/v4:Chart", "grafana-chart").Inputs)
+	check(t, "grafana pinned", []any{g["chart"], g["version"], dig(t, g, "repositoryOpts", "repo"), dig(t, g, "values", "replicas")},
+		[]any{"grafana", tenantPinned(TenantGrafana).Version, "https://grafana.github.io/helm-charts", 2.0})
+	j := plainInputs(r.m.find(t, "kubernetes:helm.sh/v4:Chart", "jaeger-chart").Inputs)
+	check(t, "jaeger local", j["chart"], "/charts/jaeger")
+	fr := plainInputs(r.m.find(t, "kubernetes:apps/v1:Deployment", "tfrobot-front-deployment").Inputs)
+	check(t, "front scaled down", dig(t, fr, "spec", "replicas"), 0.0)
+
+	// A bad chart override fails before anything is registered.
+	rr, err := runTenantErr(TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) {
+		s.Grafana.ManifestURL = "https://example.com/grafana.yaml"
+	}), Cluster: testTenantCluster}, enterpriseStack, nil)
+	if err == nil || len(rr.m.regs) != 0 {
+		t.Errorf("manifestURL on grafana: err %v, %d registrations", err, len(rr.m.regs))
+	}
+}
+
+func tenantPinned(id string) PinnedSource {
+	for _, s := range PinnedTenantSources() {
+		if s.Component == id {
+			return s
+		}
+	}
+	return PinnedSource{}
+}
+
+func TestTenantRejectsInvalidInput(t *testing.T) {
+	for name, in := range map[string]TenantInput{
+		"nil tenant":              {Cluster: testTenantCluster},
+		"personal without a job":  {Tenant: newPersonal("x", time.Now(), func(s *v1alpha1.TFRTenantSpec) { s.JobType = "" }), Cluster: testTenantCluster},
+		"enterprise with a job":   {Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) { s.JobType = "chat" }), Cluster: testTenantCluster},
+		"unknown deletion policy": {Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) { s.DeletionPolicy = "Keep" }), Cluster: testTenantCluster},
+	} {
+		r, err := runTenantErr(in, enterpriseStack, nil)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if len(r.m.regs) != 0 {
+			t.Errorf("%s: registered %d resources", name, len(r.m.regs))
+		}
+	}
+	if _, err := TenantGraph(nil); err == nil {
+		t.Error("nil tenant graph")
+	}
+}
+
+// mapLookup serves outputs from plain maps, as a stack would.
+func mapLookup(values map[string]any, secret map[string]bool) outputLookup {
+	return func(k string) (any, bool, bool) {
+		v, ok := values[k]
+		return v, secret[k], ok
+	}
+}
+
+func TestTenantOutputsFromStack(t *testing.T) {
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster}, enterpriseStack, nil)
+	// As the engine hands them over: JSON numbers are float64.
+	values := map[string]any{}
+	for k, v := range r.out {
+		if n, ok := v.(int); ok {
+			v = float64(n)
+		}
+		values[k] = v
+	}
+	o, err := tenantOutputsFrom(mapLookup(values, r.secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "typed", []any{o.PostgresHost, o.PostgresPort, o.RedisPassword.Reveal(), o.MinIOPort},
+		[]any{"acme-pg-rw", 5432, r.out[TenantOutputRedisPassword], tenant.MinIOPort})
+	// The typed outputs never print a secret.
+	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o)} {
+		if strings.Contains(s, o.RedisPassword.Reveal()) {
+			t.Errorf("printed a secret: %s", s)
+		}
+	}
+	if b, _ := json.Marshal(o); strings.Contains(string(b), o.PostgresPassword.Reveal()) {
+		t.Error("JSON holds a secret")
+	}
+
+	for name, mut := range map[string]func(v map[string]any, s map[string]bool){
+		"missing key":        func(v map[string]any, _ map[string]bool) { delete(v, TenantOutputRedisHost) },
+		"secret in the open": func(_ map[string]any, s map[string]bool) { s[TenantOutputRedisPassword] = false },
+		"port not a number":  func(v map[string]any, _ map[string]bool) { v[TenantOutputRedisPort] = "6379" },
+		"fractional port":    func(v map[string]any, _ map[string]bool) { v[TenantOutputRedisPort] = 6379.5 },
+		"host not a string":  func(v map[string]any, _ map[string]bool) { v[TenantOutputRedisHost] = 1.0 },
+	} {
+		v, s := map[string]any{}, map[string]bool{}
+		for k, x := range values {
+			v[k] = x
+		}
+		for k, x := range r.secret {
+			s[k] = x
+		}
+		mut(v, s)
+		if _, err := tenantOutputsFrom(mapLookup(v, s)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+
+	// The cluster side: the cluster program's own outputs read back.
+	_, _, cout := runCluster(t, newTestCluster(nil))
+	csecret := map[string]bool{ClusterOutputDockerConfigJSON: true}
+	c, err := tenantClusterFrom(mapLookup(cout, csecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "cluster", []any{c.PullSecretName, c.ImageRegistry, c.RabbitMQOperatorReady, c.DockerConfigJSON.Reveal() != ""}, []any{"ccr-pull-secret", "", true, true})
+	if _, err := tenantClusterFrom(mapLookup(cout, map[string]bool{})); err == nil {
+		t.Error("dockerconfigjson in the open accepted")
+	}
+}
+
+func TestBrokerURL(t *testing.T) {
+	check(t, "default vhost", BrokerURL("h", 5672, "u", "p", "/"), "amqp://u:p@h:5672/")
+	check(t, "robot vhost", BrokerURL("h", 5672, "u", "p@/x", "robot-1"), "amqp://u:p%40%2Fx@h:5672/robot-1")
+}
+
+// TestTenantStandIns points the charts at the stand-ins under testdata/tenant, checks that
+// they exist, and that every custom resource the program creates is served by a stand-in CRD
+// (testdata/cluster for the operators' kinds, testdata/tenant for Istio security).
+func TestTenantStandIns(t *testing.T) {
+	root, err := filepath.Abs("testdata/tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runTenant(t, TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) {
+		s.Jaeger.LocalPath = filepath.Join(root, "charts/jaeger")
+		s.Grafana.LocalPath = filepath.Join(root, "charts/grafana")
+	}), Cluster: testTenantCluster}, enterpriseStack, nil)
+	for _, ch := range r.m.all("kubernetes:helm.sh/v4:Chart") {
+		b, err := os.ReadFile(filepath.Join(plainInputs(ch.Inputs)["chart"].(string), "Chart.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var meta struct{ Name, Version string }
+		if err := yaml.Unmarshal(b, &meta); err != nil {
+			t.Fatal(err)
+		}
+		src := tenantPinned(strings.TrimSuffix(ch.Name, "-chart"))
+		check(t, ch.Name+" stand-in", []string{meta.Name, meta.Version}, []string{src.Artifacts[0].Name, src.Version})
+	}
+	served := map[string]bool{}
+	for _, dir := range []string{"testdata/cluster", "testdata/tenant"} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, doc := range strings.Split(string(b), "\n---") {
+				var crd apiextensionsv1.CustomResourceDefinition
+				if yaml.Unmarshal([]byte(doc), &crd) != nil || crd.Kind != "CustomResourceDefinition" {
+					continue
+				}
+				for _, v := range crd.Spec.Versions {
+					if v.Served {
+						served[fmt.Sprintf("kubernetes:%s/%s:%s", crd.Spec.Group, v.Name, crd.Spec.Names.Kind)] = true
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := map[string]bool{}
+	for _, reg := range r.m.regs {
+		group, _, _ := strings.Cut(strings.TrimPrefix(reg.Type, "kubernetes:"), "/")
+		if !strings.HasPrefix(reg.Type, "kubernetes:") || !strings.Contains(group, ".") || strings.HasSuffix(group, "k8s.io") || group == "helm.sh" {
+			continue
+		}
+		kinds[reg.Type] = true
+		if !served[reg.Type] {
+			t.Errorf("no stand-in CRD serves %s", reg.Type)
+		}
+	}
+	if len(kinds) != 5 {
+		t.Errorf("custom resource kinds %v, want CNPG Cluster, MinIO Tenant, RabbitmqCluster, PeerAuthentication, AuthorizationPolicy", sortedNames(kinds))
+	}
+}
