@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register("graph", "print the component graph of each CR in -f FILE, taken from the program itself (mermaid|dot|json)", runGraph)
+	register("graph", "print the component graph of each TFRCluster/TFRTenant in -f FILE, taken from the program itself (mermaid|dot|json)", runGraph)
 }
 
 func runGraph(_ context.Context, args []string) error {
@@ -38,8 +38,14 @@ func runGraph(_ context.Context, args []string) error {
 				return fmt.Errorf("%s/%s is invalid: %v", "TFRCluster", x.Name, errs.ToAggregate())
 			}
 			g, err = stacks.ClusterGraph(x)
+		case *v1alpha1.TFRTenant:
+			x.Default()
+			if errs := x.Validate(); len(errs) > 0 {
+				return fmt.Errorf("%s/%s is invalid: %v", "TFRTenant", x.Name, errs.ToAggregate())
+			}
+			g, err = stacks.TenantGraph(x)
 		default:
-			return fmt.Errorf("graph: %s is not supported yet (only TFRCluster has a program so far)", o.GetObjectKind().GroupVersionKind().Kind)
+			return fmt.Errorf("graph: %s is not supported yet (TFRCluster and TFRTenant have programs so far)", o.GetObjectKind().GroupVersionKind().Kind)
 		}
 		if err != nil {
 			return err
