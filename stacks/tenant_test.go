@@ -1021,7 +1021,7 @@ func TestBrokerURL(t *testing.T) {
 
 // TestTenantStandIns points the charts at the stand-ins under testdata/tenant, checks that
 // they exist, and that every custom resource the program creates is served by a stand-in CRD
-// (testdata/cluster for the operators' kinds, testdata/tenant for Istio security).
+// (testdata/cluster: the operators' kinds and Istio's, which istio base installs).
 func TestTenantStandIns(t *testing.T) {
 	root, err := filepath.Abs("testdata/tenant")
 	if err != nil {

@@ -55,9 +55,10 @@ type ControlPlane struct {
 	KubeconfigPath string
 	RESTConfig     *rest.Config
 
-	ownsDir  bool
-	procs    []*proc
-	stopOnce sync.Once
+	ownsDir         bool
+	procs           []*proc
+	stopProvisioner context.CancelFunc
+	stopOnce        sync.Once
 }
 
 // StartT starts a control plane for a test and stops it when the test ends. It fails the
@@ -204,6 +205,16 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err = cp.addNode(ctx); err != nil {
 		return cp, err
 	}
+	cs, err := cp.Client()
+	if err != nil {
+		return cp, err
+	}
+	// The provisioner outlives Start's ctx (which only bounds start-up); Stop ends it.
+	var pctx context.Context
+	pctx, cp.stopProvisioner = context.WithCancel(context.Background())
+	if err = startProvisioner(pctx, cs); err != nil {
+		return cp, fmt.Errorf("storage: %w", err)
+	}
 	return cp, nil
 }
 
@@ -211,6 +222,9 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 // It is safe to call more than once.
 func (cp *ControlPlane) Stop() error {
 	cp.stopOnce.Do(func() {
+		if cp.stopProvisioner != nil {
+			cp.stopProvisioner()
+		}
 		for i := len(cp.procs) - 1; i >= 0; i-- {
 			cp.procs[i].stop(10 * time.Second)
 		}

@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -55,6 +56,20 @@ func TestControlPlaneRunsWorkloads(t *testing.T) {
 		d, err := cs.AppsV1().Deployments("smoke").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && d.Status.ReadyReplicas == 2 && d.Status.ObservedGeneration == d.Generation
 	}, time.Minute, 200*time.Millisecond, "deployment never became ready")
+
+	// The default StorageClass binds claims, so PVC awaits and pods with volumes work.
+	_, err = cs.CoreV1().PersistentVolumeClaims("smoke").Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		pvc, err := cs.CoreV1().PersistentVolumeClaims("smoke").Get(ctx, "data", metav1.GetOptions{})
+		return err == nil && pvc.Status.Phase == corev1.ClaimBound
+	}, time.Minute, 200*time.Millisecond, "claim never bound")
 
 	fg := metav1.DeletePropagationForeground
 	require.NoError(t, cs.CoreV1().Namespaces().Delete(ctx, "smoke", metav1.DeleteOptions{PropagationPolicy: &fg}))

@@ -235,7 +235,8 @@ func TestS3SharedBackendTwoProcesses(t *testing.T) {
 
 // lockDir is where the file backend keeps a stack's lock files.
 func lockDir(e *Engine, stack string) string {
-	return filepath.Join(strings.TrimPrefix(e.opts.BackendURL, "file://"), ".pulumi", "locks", "organization", ProjectName, stack)
+	dir, _ := fileBackendDir(e.opts.BackendURL)
+	return filepath.Join(dir, ".pulumi", "locks", "organization", ProjectName, stack)
 }
 
 func writeLock(t *testing.T, e *Engine, stack string, pid int, host string, at time.Time) {

@@ -36,11 +36,11 @@ func normalizeFileURL(u string) string {
 // JSON. They only carry a content type and checksum, which fileblob treats as optional, so
 // removing a broken one loses nothing; it returns the paths removed.
 func repairFileSidecars(backendURL string) []string {
-	p, err := url.Parse(backendURL)
-	if err != nil || p.Scheme != "file" {
+	dir, ok := fileBackendDir(backendURL)
+	if !ok {
 		return nil
 	}
-	root := filepath.Join(p.Path, ".pulumi")
+	root := filepath.Join(dir, ".pulumi")
 	var removed []string
 	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".attrs") {
@@ -59,4 +59,13 @@ func repairFileSidecars(backendURL string) []string {
 		return nil
 	})
 	return removed
+}
+
+// fileBackendDir is the directory of a file:// backend URL (query parameters stripped).
+func fileBackendDir(backendURL string) (string, bool) {
+	p, err := url.Parse(backendURL)
+	if err != nil || p.Scheme != "file" {
+		return "", false
+	}
+	return p.Path, true
 }

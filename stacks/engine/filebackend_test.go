@@ -32,3 +32,11 @@ func TestRepairFileSidecars(t *testing.T) {
 	require.FileExists(t, good)
 	require.FileExists(t, filepath.Join(stacks, "a.json"))
 }
+
+// mustFileBackendDir is the directory of the test engine's file:// backend.
+func mustFileBackendDir(t testing.TB, u string) string {
+	t.Helper()
+	dir, ok := fileBackendDir(u)
+	require.True(t, ok, "not a file:// backend: %s", u)
+	return dir
+}

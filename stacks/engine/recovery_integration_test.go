@@ -215,7 +215,7 @@ func TestCancelLeavesStackUsable(t *testing.T) {
 // would drop pending operations.
 func simulateInterruptedCreate(t *testing.T, e *Engine, stack string, urns ...string) {
 	t.Helper()
-	path := filepath.Join(strings.TrimPrefix(e.opts.BackendURL, "file://"), ".pulumi", "stacks", ProjectName, stack+".json")
+	path := filepath.Join(mustFileBackendDir(t, e.opts.BackendURL), ".pulumi", "stacks", ProjectName, stack+".json")
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var file map[string]any

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/stacks"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+// TestEnterpriseTenantLifecycle runs the cluster stack (stand-ins), then an enterprise tenant
+// on top of it through the engine: up, a second up that changes nothing and keeps every
+// password, then destroy under deletionPolicy Retain, which must keep the data objects (CNPG
+// clusters, MinIO tenant, PVCs) and remove the rest.
+func TestEnterpriseTenantLifecycle(t *testing.T) {
+	cp := controlplane.StartT(t)
+	kc, err := cp.Kubeconfig()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	stateDir := t.TempDir()
+	eng, err := engine.New(ctx, engine.Options{StateDir: stateDir, Passphrase: "tenant-e2e-passphrase"})
+	require.NoError(t, err)
+	defer eng.Close()
+	cfg := map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}
+
+	tc := standInCluster(t)
+	cstack, err := engine.ClusterStack(tc.Name)
+	require.NoError(t, err)
+	cup, err := eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: cfg})
+	require.NoError(t, err)
+	clusterOut, err := stacks.TenantClusterFromStack(cup.Outputs)
+	require.NoError(t, err)
+
+	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
+	require.NoError(t, err)
+	tt := &v1alpha1.TFRTenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", Namespace: "tfrs-system"},
+		Spec:       v1alpha1.TFRTenantSpec{ClusterRef: tc.Name, Type: v1alpha1.TenantEnterprise, Namespace: "acme"},
+	}
+	tt.Spec.Jaeger.LocalPath = filepath.Join(root, "jaeger")
+	tt.Spec.Grafana.LocalPath = filepath.Join(root, "grafana")
+	tt.Default()
+	require.Empty(t, tt.Validate())
+	tstack, _, err := stacks.TenantStackNames(tt)
+	require.NoError(t, err)
+	req := engine.Request{Stack: tstack, Program: stacks.Tenant(stacks.TenantInput{Tenant: tt, Cluster: clusterOut}), ManagedBy: engine.ManagedByCLI, Config: cfg}
+
+	up, err := eng.Up(ctx, req)
+	require.NoError(t, err)
+	t.Logf("tenant up: %v in %s", map[engine.StepOp]int(up.Changes), up.Duration)
+	out, err := stacks.TenantOutputsFromStack(up.Outputs)
+	require.NoError(t, err)
+	require.Equal(t, "acme-pg-rw", out.PostgresHost)
+	require.Equal(t, "redis.acme.svc.cluster.local", out.RedisHost)
+	require.True(t, up.Outputs[stacks.TenantOutputPostgresPassword].Secret)
+
+	again, err := eng.Up(ctx, req)
+	require.NoError(t, err)
+	require.Zero(t, again.Changes.Changed(), "second up must change nothing: %+v", again.Steps)
+	_, err = stacks.TenantOutputsFromStack(again.Outputs)
+	require.NoError(t, err)
+	for _, k := range []string{stacks.TenantOutputPostgresPassword, stacks.TenantOutputRedisPassword, stacks.TenantOutputRabbitMQPassword} {
+		require.Equal(t, up.Outputs[k].Reveal(), again.Outputs[k].Reveal(), "%s must be kept across runs", k)
+	}
+
+	_, err = eng.Destroy(ctx, req)
+	require.NoError(t, err)
+
+	dyn, err := dynamic.NewForConfig(cp.RESTConfig)
+	require.NoError(t, err)
+	cnpg := schema.GroupVersionResource{Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters"}
+	_, err = dyn.Resource(cnpg).Namespace("acme").Get(ctx, "acme-pg", metav1.GetOptions{})
+	require.NoError(t, err, "the PostgreSQL cluster must survive destroy under Retain")
+	cs, err := cp.Client()
+	require.NoError(t, err)
+	pvcs, err := cs.CoreV1().PersistentVolumeClaims("acme").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, pvcs.Items, "PVCs must survive destroy under Retain")
+	_, err = cs.AppsV1().Deployments("acme").Get(ctx, "prometheus", metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "non-data workloads must be removed, got %v", err)
+
+	requireNotInDir(t, stateDir, up.Outputs[stacks.TenantOutputPostgresPassword].Reveal().(string))
+}
