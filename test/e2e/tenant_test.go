@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +71,17 @@ func TestEnterpriseTenantLifecycle(t *testing.T) {
 	require.Zero(t, again.Changes.Changed(), "second up must change nothing: %+v", again.Steps)
 	_, err = stacks.TenantOutputsFromStack(again.Outputs)
 	require.NoError(t, err)
+
+	// Changing an unrelated component updates it and never rotates a password.
+	edited := tt.DeepCopy()
+	edited.Spec.Prometheus.Retention = "7d"
+	req.Program = stacks.Tenant(stacks.TenantInput{Tenant: edited, Cluster: clusterOut})
+	changed, err := eng.Up(ctx, req)
+	require.NoError(t, err)
+	require.NotZero(t, changed.Changes.Changed(), "the retention edit must change something")
+	for _, k := range []string{stacks.TenantOutputPostgresPassword, stacks.TenantOutputRedisPassword, stacks.TenantOutputRabbitMQPassword} {
+		require.Equal(t, up.Outputs[k].Reveal(), changed.Outputs[k].Reveal(), "%s must not rotate on an unrelated edit", k)
+	}
 	for _, k := range []string{stacks.TenantOutputPostgresPassword, stacks.TenantOutputRedisPassword, stacks.TenantOutputRabbitMQPassword} {
 		require.Equal(t, up.Outputs[k].Reveal(), again.Outputs[k].Reveal(), "%s must be kept across runs", k)
 	}
@@ -91,4 +103,81 @@ func TestEnterpriseTenantLifecycle(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(err), "non-data workloads must be removed, got %v", err)
 
 	requireNotInDir(t, stateDir, up.Outputs[stacks.TenantOutputPostgresPassword].Reveal().(string))
+}
+
+// TestPersonalTenantsShareMiddleware brings up two personal tenants of one job type: the
+// job type's shared stack owns the namespace and middleware once; each tenant's own stack
+// creates no Kubernetes object of its own and hands out the shared connection info.
+func TestPersonalTenantsShareMiddleware(t *testing.T) {
+	cp := controlplane.StartT(t)
+	kc, err := cp.Kubeconfig()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	eng, err := engine.New(ctx, engine.Options{StateDir: t.TempDir(), Passphrase: "personal-e2e-passphrase"})
+	require.NoError(t, err)
+	defer eng.Close()
+	cfg := map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}
+
+	tc := standInCluster(t)
+	cstack, err := engine.ClusterStack(tc.Name)
+	require.NoError(t, err)
+	cup, err := eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: cfg})
+	require.NoError(t, err)
+	clusterOut, err := stacks.TenantClusterFromStack(cup.Outputs)
+	require.NoError(t, err)
+
+	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
+	require.NoError(t, err)
+	personal := func(name string) v1alpha1.TFRTenant {
+		p := v1alpha1.TFRTenant{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tfrs-system"},
+			Spec:       v1alpha1.TFRTenantSpec{ClusterRef: tc.Name, Type: v1alpha1.TenantPersonal, JobType: "chat"},
+		}
+		p.Spec.Jaeger.LocalPath = filepath.Join(root, "jaeger")
+		p.Spec.Grafana.LocalPath = filepath.Join(root, "grafana")
+		p.Default()
+		require.Empty(t, p.Validate())
+		return p
+	}
+	tenants := []v1alpha1.TFRTenant{personal("alice"), personal("bob")}
+	owner := stacks.SharedStackOwner(tenants, "chat")
+	require.NotNil(t, owner)
+	_, shared, err := stacks.TenantStackNames(owner)
+	require.NoError(t, err)
+	sup, err := eng.Up(ctx, engine.Request{Stack: shared, Program: stacks.Tenant(stacks.TenantInput{Tenant: owner, Cluster: clusterOut}), ManagedBy: engine.ManagedByOperator, Config: cfg})
+	require.NoError(t, err)
+	sharedOut, err := stacks.TenantOutputsFromStack(sup.Outputs)
+	require.NoError(t, err)
+	require.Equal(t, "personal-chat", sharedOut.Namespace)
+
+	for i := range tenants {
+		own, sharedAgain, err := stacks.TenantStackNames(&tenants[i])
+		require.NoError(t, err)
+		require.Equal(t, shared, sharedAgain, "one shared stack per job type")
+		res, err := eng.Up(ctx, engine.Request{Stack: own, Program: stacks.Tenant(stacks.TenantInput{Tenant: &tenants[i], Cluster: clusterOut, Shared: &sharedOut}), ManagedBy: engine.ManagedByOperator, Config: cfg})
+		require.NoError(t, err)
+		for _, st := range res.Steps {
+			if st.Op == engine.StepCreate && strings.HasPrefix(st.Type, "kubernetes:") {
+				t.Errorf("%s created %s of its own; the middleware must be shared", own, st.URN)
+			}
+		}
+		out, err := stacks.TenantOutputsFromStack(res.Outputs)
+		require.NoError(t, err)
+		require.Equal(t, sharedOut.PostgresHost, out.PostgresHost)
+		require.Equal(t, sup.Outputs[stacks.TenantOutputPostgresPassword].Reveal(), res.Outputs[stacks.TenantOutputPostgresPassword].Reveal())
+	}
+
+	cs, err := cp.Client()
+	require.NoError(t, err)
+	deps, err := cs.AppsV1().Deployments("personal-chat").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	names := map[string]int{}
+	for _, d := range deps.Items {
+		names[d.Name]++
+	}
+	for n, c := range names {
+		require.Equal(t, 1, c, "deployment %s exists %d times", n, c)
+	}
+	require.NotZero(t, names["redis"], "the shared Redis runs in personal-chat")
 }
