@@ -157,6 +157,16 @@ var podSpecPaths = map[string][]string{
 	"kubernetes:core/v1:ReplicationController": {"spec", "template", "spec"},
 }
 
+// PodSpec returns the pod spec inside a workload's transform props (Deployment, Job, …), for
+// transforms that edit every pod a chart or manifest renders.
+func PodSpec(a *pulumi.ResourceTransformArgs) (pulumi.Map, bool) {
+	path, ok := podSpecPaths[a.Type]
+	if !ok || !a.Custom {
+		return nil, false
+	}
+	return lookupMap(a.Props, path)
+}
+
 // ImageTransform is a Pulumi resource transform that rewrites the container images of every
 // workload registered under the resource it is set on, including the children a packaged
 // component (ConfigFile, Chart) registers in the provider. Images passed to operators through
@@ -164,11 +174,7 @@ var podSpecPaths = map[string][]string{
 // own settings.
 func ImageTransform(rewrite ImageRewriter) pulumi.ResourceTransform {
 	return func(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
-		path, ok := podSpecPaths[a.Type]
-		if !ok || !a.Custom {
-			return nil
-		}
-		spec, ok := lookupMap(a.Props, path)
+		spec, ok := PodSpec(a)
 		if !ok {
 			return nil
 		}

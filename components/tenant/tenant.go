@@ -267,11 +267,7 @@ func mirror(rewrite Images, image string) string {
 // the resource it is set on (a chart's workloads), whatever the chart calls that value.
 func PullSecretTransform(name string) pulumi.ResourceTransform {
 	return func(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
-		path, ok := podSpecPaths[a.Type]
-		if !ok || !a.Custom {
-			return nil
-		}
-		spec, ok := lookupMap(a.Props, path)
+		spec, ok := cluster.PodSpec(a)
 		if !ok {
 			return nil
 		}
@@ -284,27 +280,6 @@ func PullSecretTransform(name string) pulumi.ResourceTransform {
 		spec["imagePullSecrets"] = append(list, pulumi.Map{"name": pulumi.String(name)})
 		return &pulumi.ResourceTransformResult{Props: a.Props, Opts: a.Opts}
 	}
-}
-
-// podSpecPaths says where the pod spec sits in the workload kinds charts render.
-var podSpecPaths = map[string][]string{
-	"kubernetes:apps/v1:Deployment":  {"spec", "template", "spec"},
-	"kubernetes:apps/v1:StatefulSet": {"spec", "template", "spec"},
-	"kubernetes:apps/v1:DaemonSet":   {"spec", "template", "spec"},
-	"kubernetes:batch/v1:Job":        {"spec", "template", "spec"},
-	"kubernetes:batch/v1:CronJob":    {"spec", "jobTemplate", "spec", "template", "spec"},
-}
-
-func lookupMap(m pulumi.Map, path []string) (pulumi.Map, bool) {
-	cur := m
-	for _, k := range path {
-		next, ok := cur[k].(pulumi.Map)
-		if !ok {
-			return nil, false
-		}
-		cur = next
-	}
-	return cur, true
 }
 
 // ChartRef is a Helm chart to render (the cluster package's type: same resolution rules).

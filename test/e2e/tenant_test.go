@@ -35,13 +35,7 @@ func TestEnterpriseTenantLifecycle(t *testing.T) {
 	defer eng.Close()
 	cfg := map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}
 
-	tc := standInCluster(t)
-	cstack, err := engine.ClusterStack(tc.Name)
-	require.NoError(t, err)
-	cup, err := eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: cfg})
-	require.NoError(t, err)
-	clusterOut, err := stacks.TenantClusterFromStack(cup.Outputs)
-	require.NoError(t, err)
+	tc, clusterOut := upStandInCluster(ctx, t, eng, cfg)
 
 	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
 	require.NoError(t, err)
@@ -119,13 +113,7 @@ func TestPersonalTenantsShareMiddleware(t *testing.T) {
 	defer eng.Close()
 	cfg := map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}
 
-	tc := standInCluster(t)
-	cstack, err := engine.ClusterStack(tc.Name)
-	require.NoError(t, err)
-	cup, err := eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: cfg})
-	require.NoError(t, err)
-	clusterOut, err := stacks.TenantClusterFromStack(cup.Outputs)
-	require.NoError(t, err)
+	tc, clusterOut := upStandInCluster(ctx, t, eng, cfg)
 
 	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
 	require.NoError(t, err)
@@ -180,4 +168,18 @@ func TestPersonalTenantsShareMiddleware(t *testing.T) {
 		require.Equal(t, 1, c, "deployment %s exists %d times", n, c)
 	}
 	require.NotZero(t, names["redis"], "the shared Redis runs in personal-chat")
+}
+
+// upStandInCluster brings the cluster stack up from the stand-ins and returns what a tenant
+// takes from it.
+func upStandInCluster(ctx context.Context, t *testing.T, eng *engine.Engine, cfg map[string]engine.ConfigValue) (*v1alpha1.TFRCluster, stacks.TenantCluster) {
+	t.Helper()
+	tc := standInCluster(t)
+	cstack, err := engine.ClusterStack(tc.Name)
+	require.NoError(t, err)
+	cup, err := eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: cfg})
+	require.NoError(t, err)
+	out, err := stacks.TenantClusterFromStack(cup.Outputs)
+	require.NoError(t, err)
+	return tc, out
 }
