@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,100 +27,10 @@ const (
 	clusterTestStack   = "cluster.test"
 )
 
-// clusterRegistration is what the mock monitor saw for one resource.
-type clusterRegistration struct {
-	Type, Name, URN, Parent string
-	Deps                    []string
-	Inputs                  resource.PropertyMap
-	Transforms              int
-}
-
-// clusterMocks records every registration; reads of Secrets answer with a password.
-type clusterMocks struct {
-	mu   sync.Mutex
-	regs []*clusterRegistration
-}
-
-func (m *clusterMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
-	r := &clusterRegistration{Type: args.TypeToken, Name: args.Name, Inputs: args.Inputs}
-	state := args.Inputs
-	if rpc := args.RegisterRPC; rpc != nil {
-		r.Parent, r.Deps, r.Transforms = rpc.GetParent(), rpc.GetDependencies(), len(rpc.GetTransforms())
-	}
-	if rpc := args.ReadRPC; rpc != nil {
-		r.Parent = rpc.GetParent()
-		state = resource.PropertyMap{"data": resource.MakeSecret(resource.NewProperty(resource.PropertyMap{
-			"password": resource.NewProperty("aHVudGVyMg=="), // hunter2
-		}))}
-	}
-	parentType := tokens.Type("")
-	if p := resource.URN(r.Parent); p != "" && p.QualifiedType() != resource.RootStackType {
-		parentType = p.QualifiedType()
-	}
-	r.URN = string(resource.NewURN(clusterTestStack, clusterTestProject, parentType, tokens.Type(r.Type), r.Name))
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.regs = append(m.regs, r)
-	return args.Name + "-id", state, nil
-}
-
-func (m *clusterMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	return resource.PropertyMap{}, nil
-}
-
-func (m *clusterMocks) byURN() map[string]*clusterRegistration {
-	out := map[string]*clusterRegistration{}
-	for _, r := range m.regs {
-		out[r.URN] = r
-	}
-	return out
-}
-
-// components are the registered cluster components, by id (their Pulumi name).
-func (m *clusterMocks) components() map[string]*clusterRegistration {
-	out := map[string]*clusterRegistration{}
-	for _, r := range m.regs {
-		if strings.HasPrefix(r.Type, "tfrs:cluster:") {
-			out[r.Name] = r
-		}
-	}
-	return out
-}
-
-// owner is the top-level component a registration belongs to.
-func (m *clusterMocks) owner(urns map[string]*clusterRegistration, r *clusterRegistration) *clusterRegistration {
-	for {
-		p, ok := urns[r.Parent]
-		if !ok {
-			return r
-		}
-		r = p
-	}
-}
-
-// edges are the component-level DependsOn edges as the engine would see them: each
-// dependency URN a component registration carries (Pulumi expands DependsOn on a component to
-// its children) is mapped to the component that owns it.
-func (m *clusterMocks) edges() []GraphEdge {
-	urns := m.byURN()
-	set := map[GraphEdge]bool{}
-	for id, c := range m.components() {
-		for _, d := range c.Deps {
-			dep, ok := urns[d]
-			if !ok {
-				panic("dependency on an unregistered resource " + d)
-			}
-			if o := m.owner(urns, dep); o.Name != id {
-				set[GraphEdge{From: o.Name, To: id}] = true
-			}
-		}
-	}
-	var out []GraphEdge
-	for e := range set {
-		out = append(out, e)
-	}
-	sortEdges(out)
-	return out
+// newClusterMocks records a cluster program run; a read Secret (the registry password ref)
+// answers with a password.
+func newClusterMocks() *recordingMocks {
+	return &recordingMocks{stack: clusterTestStack, prefix: "tfrs:cluster:", secretData: map[string]string{"password": "hunter2"}}
 }
 
 func sortEdges(e []GraphEdge) {
@@ -131,20 +40,6 @@ func sortEdges(e []GraphEdge) {
 		}
 		return e[i].To < e[j].To
 	})
-}
-
-func (m *clusterMocks) find(t *testing.T, typ, name string) *clusterRegistration {
-	t.Helper()
-	var found []*clusterRegistration
-	for _, r := range m.regs {
-		if r.Type == typ && (name == "" || r.Name == name) {
-			found = append(found, r)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("%d registrations of %s %q, want 1", len(found), typ, name)
-	}
-	return found[0]
 }
 
 func plainInputs(pm resource.PropertyMap) map[string]any { return pm.MapRepl(nil, unwrapSecrets) }
@@ -177,9 +72,9 @@ func check(t *testing.T, what string, got, want any) {
 
 // runCluster runs the program under mocks and returns the registrations, the recorded graph
 // and the resolved outputs.
-func runCluster(t *testing.T, tc *v1alpha1.TFRCluster) (*clusterMocks, *Graph, map[string]any) {
+func runCluster(t *testing.T, tc *v1alpha1.TFRCluster) (*recordingMocks, *Graph, map[string]any) {
 	t.Helper()
-	m := &clusterMocks{}
+	m := newClusterMocks()
 	g := &Graph{}
 	var (
 		wg      sync.WaitGroup
@@ -553,7 +448,7 @@ func TestClusterMirrorOverrides(t *testing.T) {
 	check(t, "minio version", mo["version"], "6.0.3")
 	check(t, "minio image", dig(t, mo, "values", "operator", "image", "repository"), "mirror.example.cn/tfrs/minio/operator")
 
-	cf := func(name string) *clusterRegistration { return m.find(t, "kubernetes:yaml/v2:ConfigFile", name) }
+	cf := func(name string) *registration { return m.find(t, "kubernetes:yaml/v2:ConfigFile", name) }
 	check(t, "cnpg file", plainInputs(cf("cnpg-operator-manifest").Inputs)["file"], "https://mirror.example.cn/cnpg/cnpg-1.25.0.yaml")
 	check(t, "rabbitmq cluster file", plainInputs(cf("rabbitmq-operator-cluster-operator").Inputs)["file"], "/opt/manifests/rabbitmq/cluster-operator.yml")
 	check(t, "rabbitmq topology file", plainInputs(cf("rabbitmq-operator-topology-operator").Inputs)["file"], "/opt/manifests/rabbitmq/messaging-topology-operator-with-certmanager.yaml")
@@ -644,7 +539,7 @@ func TestResolveSources(t *testing.T) {
 	// And the program refuses them before registering anything.
 	err = pulumi.RunErr(Cluster(ClusterInput{Cluster: newTestCluster(func(s *v1alpha1.TFRClusterSpec) {
 		s.CNPGOperator.ChartRepo = "https://charts.example.com"
-	})}), pulumi.WithMocks(clusterTestProject, clusterTestStack, &clusterMocks{}))
+	})}), pulumi.WithMocks(clusterTestProject, clusterTestStack, newClusterMocks()))
 	if err == nil || !strings.Contains(err.Error(), "chartRepo does not apply") {
 		t.Errorf("err = %v", err)
 	}
@@ -656,7 +551,7 @@ func TestClusterRejectsInvalidSpec(t *testing.T) {
 		"ACME without settings":      func(s *v1alpha1.TFRClusterSpec) { s.TLS.Issuer = v1alpha1.TLSACME },
 		"bad domain":                 func(s *v1alpha1.TFRClusterSpec) { s.Domain = "Bad_Domain" },
 	} {
-		m := &clusterMocks{}
+		m := newClusterMocks()
 		err := pulumi.RunErr(Cluster(ClusterInput{Cluster: newTestCluster(mut)}), pulumi.WithMocks(clusterTestProject, clusterTestStack, m))
 		if err == nil {
 			t.Errorf("%s: accepted", name)
@@ -665,7 +560,7 @@ func TestClusterRejectsInvalidSpec(t *testing.T) {
 			t.Errorf("%s: registered %d resources before failing", name, len(m.regs))
 		}
 	}
-	if err := pulumi.RunErr(Cluster(ClusterInput{}), pulumi.WithMocks(clusterTestProject, clusterTestStack, &clusterMocks{})); err == nil {
+	if err := pulumi.RunErr(Cluster(ClusterInput{}), pulumi.WithMocks(clusterTestProject, clusterTestStack, newClusterMocks())); err == nil {
 		t.Error("nil cluster accepted")
 	}
 }

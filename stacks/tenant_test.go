@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	k8scorev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -31,136 +30,9 @@ import (
 
 const tenantTestProject = "tfrs"
 
-// tenantRegistration is what the mock monitor saw for one resource.
-type tenantRegistration struct {
-	Type, Name, URN, Parent, ID string
-	Deps                        []string
-	Inputs                      resource.PropertyMap
-	Custom, Read                bool
-	Retain, Protect             bool
-	Transforms                  int
-}
-
-// tenantMocks records every registration. Reads of Secrets answer with secretData (plain
-// values, encoded here as the API server would).
-type tenantMocks struct {
-	stack      string
-	mu         sync.Mutex
-	regs       []*tenantRegistration
-	secretData map[string]string
-}
-
-func (m *tenantMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
-	r := &tenantRegistration{Type: args.TypeToken, Name: args.Name, Inputs: args.Inputs, Custom: args.Custom}
-	state := args.Inputs
-	if rpc := args.RegisterRPC; rpc != nil {
-		r.Parent, r.Deps, r.Transforms = rpc.GetParent(), rpc.GetDependencies(), len(rpc.GetTransforms())
-		r.Retain, r.Protect = rpc.GetRetainOnDelete(), rpc.GetProtect()
-	}
-	if rpc := args.ReadRPC; rpc != nil {
-		r.Parent, r.Read, r.ID = rpc.GetParent(), true, args.ID
-		if args.TypeToken == "kubernetes:core/v1:Secret" {
-			data := resource.PropertyMap{}
-			for k, v := range m.secretData {
-				data[resource.PropertyKey(k)] = resource.NewProperty(base64.StdEncoding.EncodeToString([]byte(v)))
-			}
-			state = resource.PropertyMap{"data": resource.MakeSecret(resource.NewProperty(data))}
-		}
-	}
-	parentType := tokens.Type("")
-	if p := resource.URN(r.Parent); p != "" && p.QualifiedType() != resource.RootStackType {
-		parentType = p.QualifiedType()
-	}
-	r.URN = string(resource.NewURN(tokens.QName(m.stack), tenantTestProject, parentType, tokens.Type(r.Type), r.Name))
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.regs = append(m.regs, r)
-	return args.Name + "-id", state, nil
-}
-
-func (m *tenantMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	return resource.PropertyMap{}, nil
-}
-
-func (m *tenantMocks) byURN() map[string]*tenantRegistration {
-	out := map[string]*tenantRegistration{}
-	for _, r := range m.regs {
-		out[r.URN] = r
-	}
-	return out
-}
-
-// components are the registered tenant components, by id.
-func (m *tenantMocks) components() map[string]*tenantRegistration {
-	out := map[string]*tenantRegistration{}
-	for _, r := range m.regs {
-		if strings.HasPrefix(r.Type, "tfrs:tenant:") {
-			out[r.Name] = r
-		}
-	}
-	return out
-}
-
-func (m *tenantMocks) owner(urns map[string]*tenantRegistration, r *tenantRegistration) *tenantRegistration {
-	for {
-		p, ok := urns[r.Parent]
-		if !ok {
-			return r
-		}
-		r = p
-	}
-}
-
-// edges are the component-level DependsOn edges as the engine sees them (see clusterMocks).
-func (m *tenantMocks) edges() []GraphEdge {
-	urns := m.byURN()
-	set := map[GraphEdge]bool{}
-	for id, c := range m.components() {
-		for _, d := range c.Deps {
-			dep, ok := urns[d]
-			if !ok {
-				panic("dependency on an unregistered resource " + d)
-			}
-			if o := m.owner(urns, dep); o.Name != id {
-				set[GraphEdge{From: o.Name, To: id}] = true
-			}
-		}
-	}
-	var out []GraphEdge
-	for e := range set {
-		out = append(out, e)
-	}
-	sortEdges(out)
-	return out
-}
-
-func (m *tenantMocks) find(t *testing.T, typ, name string) *tenantRegistration {
-	t.Helper()
-	var found []*tenantRegistration
-	for _, r := range m.regs {
-		if r.Type == typ && (name == "" || r.Name == name) {
-			found = append(found, r)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("%d registrations of %s %q, want 1", len(found), typ, name)
-	}
-	return found[0]
-}
-
-func (m *tenantMocks) all(typ string) []*tenantRegistration {
-	var out []*tenantRegistration
-	for _, r := range m.regs {
-		if r.Type == typ {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // tenantRun is one run of the program under mocks.
 type tenantRun struct {
-	m       *tenantMocks
+	m       *recordingMocks
 	g       *Graph
 	out     map[string]any
 	secret  map[string]bool
@@ -175,7 +47,7 @@ func (r *tenantRun) lookup(key string) (any, bool, bool) {
 
 // runTenantErr runs the program as stack `stack` and returns the run (nil on error).
 func runTenantErr(in TenantInput, stack string, secretData map[string]string) (*tenantRun, error) {
-	m := &tenantMocks{stack: stack, secretData: secretData}
+	m := &recordingMocks{stack: stack, prefix: "tfrs:tenant:", secretData: secretData}
 	g := &Graph{}
 	in.Graph = g
 	run := &tenantRun{m: m, g: g, out: map[string]any{}, secret: map[string]bool{}}
