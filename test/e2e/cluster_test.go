@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
@@ -47,15 +45,8 @@ func standInCluster(t *testing.T) *v1alpha1.TFRCluster {
 // changes, destroy leaves none of the stack's namespaces or CRDs behind, and the registry
 // password never appears in the state in plain text.
 func TestClusterStackLifecycle(t *testing.T) {
-	cp := controlplane.StartT(t)
-	kc, err := cp.Kubeconfig()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	stateDir := t.TempDir()
-	eng, err := engine.New(ctx, engine.Options{StateDir: stateDir, Passphrase: "cluster-e2e-passphrase"})
-	require.NoError(t, err)
-	defer eng.Close()
+	e := newEnv(t, 10*time.Minute)
+	ctx, cp, eng, stateDir := e.ctx, e.cp, e.eng, e.stateDir
 
 	tc := standInCluster(t)
 	stack, err := engine.ClusterStack(tc.Name)
@@ -64,7 +55,7 @@ func TestClusterStackLifecycle(t *testing.T) {
 		Stack:     stack,
 		Program:   stacks.Cluster(stacks.ClusterInput{Cluster: tc}),
 		ManagedBy: engine.ManagedByCLI,
-		Config:    map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}},
+		Config:    e.cfg,
 	}
 	up, err := eng.Up(ctx, req)
 	require.NoError(t, err)

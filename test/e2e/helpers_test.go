@@ -1,13 +1,43 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
+
+// env is one end-to-end test's world: a local control plane, an engine on a fresh file://
+// state dir, and the stack config that points programs at the control plane.
+type env struct {
+	ctx      context.Context
+	cp       *controlplane.ControlPlane
+	eng      *engine.Engine
+	cfg      map[string]engine.ConfigValue
+	stateDir string
+}
+
+func newEnv(t *testing.T, timeout time.Duration) *env {
+	t.Helper()
+	cp := controlplane.StartT(t)
+	kc, err := cp.Kubeconfig()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	stateDir := t.TempDir()
+	eng, err := engine.New(ctx, engine.Options{StateDir: stateDir, Passphrase: "e2e-passphrase-" + t.Name()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	return &env{ctx: ctx, cp: cp, eng: eng, stateDir: stateDir,
+		cfg: map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}}
+}
 
 // requireNotInDir fails when any file under dir contains secret in plain text (state files,
 // logs, workspaces).

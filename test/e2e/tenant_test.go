@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
@@ -24,16 +23,8 @@ import (
 // password, then destroy under deletionPolicy Retain, which must keep the data objects (CNPG
 // clusters, MinIO tenant, PVCs) and remove the rest.
 func TestEnterpriseTenantLifecycle(t *testing.T) {
-	cp := controlplane.StartT(t)
-	kc, err := cp.Kubeconfig()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	stateDir := t.TempDir()
-	eng, err := engine.New(ctx, engine.Options{StateDir: stateDir, Passphrase: "tenant-e2e-passphrase"})
-	require.NoError(t, err)
-	defer eng.Close()
-	cfg := map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}
+	e := newEnv(t, 15*time.Minute)
+	ctx, cp, eng, cfg, stateDir := e.ctx, e.cp, e.eng, e.cfg, e.stateDir
 
 	tc, clusterOut := upStandInCluster(ctx, t, eng, cfg)
 
@@ -103,15 +94,8 @@ func TestEnterpriseTenantLifecycle(t *testing.T) {
 // job type's shared stack owns the namespace and middleware once; each tenant's own stack
 // creates no Kubernetes object of its own and hands out the shared connection info.
 func TestPersonalTenantsShareMiddleware(t *testing.T) {
-	cp := controlplane.StartT(t)
-	kc, err := cp.Kubeconfig()
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	eng, err := engine.New(ctx, engine.Options{StateDir: t.TempDir(), Passphrase: "personal-e2e-passphrase"})
-	require.NoError(t, err)
-	defer eng.Close()
-	cfg := map[string]engine.ConfigValue{"kubernetes:kubeconfig": {Value: kc, Secret: true}}
+	e := newEnv(t, 15*time.Minute)
+	ctx, cp, eng, cfg := e.ctx, e.cp, e.eng, e.cfg
 
 	tc, clusterOut := upStandInCluster(ctx, t, eng, cfg)
 
