@@ -22,6 +22,15 @@ const ProjectName = "tfrs"
 // TagManagedBy is the stack tag recording which door created a stack.
 const TagManagedBy = "tfrs.io/managed-by"
 
+// TagParent names the stack a stack depends on (a tenant's cluster stack, a server's tenant
+// stack); TagShared, on a personal tenant's stack, its job type's shared stack. Callers set
+// them through Request.Tags so that a parent can find its dependents from the backend alone,
+// whichever door created them.
+const (
+	TagParent = "tfrs.io/parent"
+	TagShared = "tfrs.io/shared"
+)
+
 // ManagedBy names the door that created a stack. The HTTP API refuses to mutate stacks the
 // operator manages (their source of truth is a CR).
 type ManagedBy string
@@ -60,6 +69,9 @@ type Request struct {
 	// ManagedBy is recorded as the stack's tfrs.io/managed-by tag when the stack is created
 	// (or has no tag yet). It is never overwritten.
 	ManagedBy ManagedBy
+	// Tags are further stack tags (e.g. TagParent) written by Up alongside ManagedBy, once per
+	// engine and stack; a tag whose value differs is updated.
+	Tags map[string]string
 	// Config is stack config (e.g. provider settings), written before the operation.
 	Config map[string]ConfigValue
 	// Env is added to the CLI's and the providers' environment for this operation.
@@ -157,13 +169,14 @@ type stackWorkspace struct {
 	st      auto.Stack
 	envKeys []string
 	config  string // fingerprint of the last config written
-	// tagKnown: the stack's tags were read (or it was created here, so it has none);
-	// tagged: the managed-by tag is known to be set.
-	tagKnown, tagged bool
+	// tags: the stack's tags as last read or written (nil until read; empty for a stack
+	// created here); tagged: the tags asked for are known to be set.
+	tags   map[string]string
+	tagged bool
 }
 
 // open returns the stack's workspace, selecting or (when create) creating the stack.
-func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, create bool, by ManagedBy) (*stackWorkspace, error) {
+func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, create bool, by ManagedBy, tags map[string]string) (*stackWorkspace, error) {
 	if s.ws == nil {
 		sw, err := e.openWorkspace(ctx, op, name, create)
 		if err != nil {
@@ -171,7 +184,7 @@ func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, crea
 		}
 		s.ws = sw
 	}
-	if err := e.ensureTag(ctx, op, s.ws, name, by); err != nil {
+	if err := e.ensureTags(ctx, op, s.ws, name, by, tags); err != nil {
 		return nil, err
 	}
 	return s.ws, nil
@@ -208,27 +221,42 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 		return nil, classify(ctx, op, name, err, e.red, nil)
 	}
 	// A stack we just created has no tags: no need to ask.
-	return &stackWorkspace{ws: ws, st: st, tagKnown: created}, nil
+	sw := &stackWorkspace{ws: ws, st: st}
+	if created {
+		sw.tags = map[string]string{}
+	}
+	return sw, nil
 }
 
-// ensureTag records the door that created the stack, once: an existing tag is never changed.
-func (e *Engine) ensureTag(ctx context.Context, op OpKind, sw *stackWorkspace, name string, by ManagedBy) error {
-	if by == "" || sw.tagged {
+// ensureTags records the door that created the stack, once (an existing managed-by tag is
+// never changed), and the caller's further tags. Each tag costs a CLI process, so they are
+// written only when missing or different, and at most once per engine and stack.
+func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, name string, by ManagedBy, tags map[string]string) error {
+	if (by == "" && len(tags) == 0) || sw.tagged {
 		return nil
 	}
-	tag := ""
-	if !sw.tagKnown {
-		tags, err := sw.st.ListTags(ctx)
+	if sw.tags == nil {
+		current, err := sw.st.ListTags(ctx)
 		if err != nil {
 			return classify(ctx, op, name, err, e.red, nil)
 		}
-		tag = tags[TagManagedBy]
-		sw.tagKnown = true
+		sw.tags = current
 	}
-	if tag == "" {
-		if err := sw.st.SetTag(ctx, TagManagedBy, string(by)); err != nil {
+	want := map[string]string{}
+	for k, v := range tags {
+		want[k] = v
+	}
+	if by != "" && sw.tags[TagManagedBy] == "" {
+		want[TagManagedBy] = string(by)
+	}
+	for _, k := range sortedKeys(want) {
+		if sw.tags[k] == want[k] {
+			continue
+		}
+		if err := sw.st.SetTag(ctx, k, want[k]); err != nil {
 			return classify(ctx, op, name, err, e.red, nil)
 		}
+		sw.tags[k] = want[k]
 	}
 	sw.tagged = true
 	return nil

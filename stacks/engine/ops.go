@@ -115,11 +115,11 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	// Only Up and Preview create a missing stack. Only Up tags it: a CI preview must not make
 	// a stack look CLI-managed before the operator's first up.
 	create := op == OpUp || op == OpPreview
-	by := req.ManagedBy
+	by, tags := req.ManagedBy, req.Tags
 	if op != OpUp {
-		by = ""
+		by, tags = "", nil
 	}
-	sw, err := e.open(ctx, op, s, req.Stack, create, by)
+	sw, err := e.open(ctx, op, s, req.Stack, create, by, tags)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	if err != nil && isNotFound(err) {
 		// Removed by another engine since we cached it: open afresh once.
 		e.forget(s)
-		if sw, err = e.open(ctx, op, s, req.Stack, create, by); err == nil {
+		if sw, err = e.open(ctx, op, s, req.Stack, create, by, tags); err == nil {
 			info, err = e.preflight(ctx, op, sw, req.Stack)
 		}
 	}
@@ -181,7 +181,7 @@ func (e *Engine) Remove(ctx context.Context, stack string, force bool) error {
 		return err
 	}
 	defer release()
-	sw, err := e.open(ctx, OpRemove, s, stack, false, "")
+	sw, err := e.open(ctx, OpRemove, s, stack, false, "", nil)
 	if err != nil {
 		return err
 	}
@@ -330,6 +330,17 @@ func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error)
 		return nil, err
 	}
 	return st, nil
+}
+
+// Tags returns the stack's tags (one CLI process).
+func (e *Engine) Tags(ctx context.Context, stack string) (map[string]string, error) {
+	var tags map[string]string
+	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
+		var err error
+		tags, err = ws.ListTags(ctx, stack)
+		return err
+	})
+	return tags, err
 }
 
 // ManagedBy returns the door that created the stack ("" for stacks made outside tfrs).

@@ -37,3 +37,12 @@ func redactURL(raw string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

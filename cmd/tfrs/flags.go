@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+)
+
+// stackFlags are the flags every command that runs stacks shares (preview, up, destroy,
+// refresh, serve, operator): where the state lives, how secrets are protected, how many
+// operations run at once and which cluster the programs talk to. Every flag has an
+// environment fallback so CI and container images configure it without flags.
+type stackFlags struct {
+	backend, stateDir, secretsProvider, passphraseFile string
+	allowEmptyPassphrase                               bool
+	parallel                                           int
+	kubeconfig, kubeContext                            string
+}
+
+func (f *stackFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.backend, "backend", os.Getenv("TFRS_BACKEND"), "Pulumi state backend URL: file:///dir or s3://bucket?endpoint=…&s3ForcePathStyle=true (env TFRS_BACKEND; default file://<state-dir>/backend)")
+	fs.StringVar(&f.stateDir, "state-dir", os.Getenv("TFRS_STATE_DIR"), "directory for the default file backend, PULUMI_HOME and workspaces (env TFRS_STATE_DIR; default $XDG_STATE_HOME/tfrs or ~/.tfrs/state)")
+	fs.StringVar(&f.secretsProvider, "secrets-provider", os.Getenv("TFRS_SECRETS_PROVIDER"), "Pulumi secrets provider URL (env TFRS_SECRETS_PROVIDER; default passphrase, read from TFRS_PASSPHRASE or TFRS_PASSPHRASE_FILE)")
+	fs.StringVar(&f.passphraseFile, "passphrase-file", "", "file holding the state passphrase (default: env TFRS_PASSPHRASE, TFRS_PASSPHRASE_FILE)")
+	fs.BoolVar(&f.allowEmptyPassphrase, "allow-empty-passphrase", os.Getenv("TFRS_ALLOW_EMPTY_PASSPHRASE") == "true", "development only: accept an empty passphrase (secrets in the state are then not protected)")
+	fs.IntVar(&f.parallel, "parallel", 4, "operations running at once across all stacks")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file the programs apply to (env KUBECONFIG; empty: in-cluster config)")
+	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
+}
+
+// engine opens the engine the flags describe.
+func (f *stackFlags) engine(ctx context.Context) (*engine.Engine, error) {
+	if f.parallel < 1 {
+		return nil, fmt.Errorf("%w: --parallel must be at least 1, got %d", errUsage, f.parallel)
+	}
+	return engine.New(ctx, engine.Options{
+		BackendURL: f.backend, StateDir: f.stateDir, SecretsProvider: f.secretsProvider,
+		PassphraseFile: f.passphraseFile, AllowEmptyPassphrase: f.allowEmptyPassphrase,
+		MaxConcurrent: f.parallel,
+	})
+}
+
+// runOptions reads the kubeconfig (its contents travel as secret stack config, so the
+// provider never depends on a path that exists only on this machine).
+func (f *stackFlags) runOptions() (runner.Options, error) {
+	o := runner.Options{KubeContext: f.kubeContext}
+	if f.kubeconfig == "" {
+		return o, nil
+	}
+	path := f.kubeconfig
+	if list := filepath.SplitList(path); len(list) > 1 {
+		path = list[0] // like kubectl, but without merging: the first file wins
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return o, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	o.Kubeconfig = string(b)
+	return o, nil
+}
+
+// runner opens the engine and a Runner over it; close the engine when done.
+func (f *stackFlags) runner(ctx context.Context) (*engine.Engine, *runner.Runner, error) {
+	opts, err := f.runOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := f.engine(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return eng, runner.New(eng, opts), nil
+}

@@ -1,0 +1,206 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+type programFunc = pulumi.RunFunc
+
+// runFunc runs one stack of an apply (up or preview) with its tags.
+type runFunc func(stack string, prog programFunc, tags map[string]string) error
+
+func (r *Runner) clusterProgram(c *v1alpha1.TFRCluster) programFunc {
+	return stacks.Cluster(stacks.ClusterInput{Cluster: c})
+}
+
+// applyTenant runs a tenant after its cluster is ready. A personal tenant first makes sure its
+// job type's shared stack is up, then runs its own member stack over the shared outputs.
+func (r *Runner) applyTenant(ctx context.Context, t Target, x *v1alpha1.TFRTenant, kind engine.OpKind, run runFunc) error {
+	cl, err := r.opts.Parents.Cluster(ctx, t.Parent)
+	if err != nil {
+		return t.parentErr(err)
+	}
+	if !cl.RabbitMQOperatorReady {
+		return t.parentErr(&ParentError{Stack: t.Parent, Reason: "the cluster's RabbitMQ operator is not ready"})
+	}
+	tags := map[string]string{engine.TagParent: t.Parent}
+	if t.Shared == "" {
+		return run(t.Stack, stacks.Tenant(stacks.TenantInput{Tenant: x, Cluster: cl}), tags)
+	}
+	shared, err := r.sharedOutputs(ctx, t, x, cl, kind, run)
+	if err != nil || shared == nil {
+		return err
+	}
+	tags[engine.TagShared] = t.Shared
+	return run(t.Stack, stacks.Tenant(stacks.TenantInput{Tenant: x, Cluster: cl, Shared: shared}), tags)
+}
+
+// sharedOutputs brings a personal job type's shared stack up when this tenant drives it and
+// returns its outputs. Who drives it: Options.SharedOwner when set (the operator: the oldest
+// live tenant of the job type); otherwise whoever finds it missing or failed. A preview runs
+// a preview of the shared stack instead; if the shared stack does not exist yet there are no
+// outputs to preview the member stack with, and nil is returned.
+func (r *Runner) sharedOutputs(ctx context.Context, t Target, x *v1alpha1.TFRTenant, cl stacks.TenantCluster, kind engine.OpKind, run runFunc) (*stacks.TenantOutputs, error) {
+	st, err := r.eng.Status(ctx, t.Shared)
+	exists := err == nil
+	if err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return nil, err
+	}
+	driver := (*v1alpha1.TFRTenant)(nil)
+	if r.opts.SharedOwner != nil {
+		owner, err := r.opts.SharedOwner(ctx, x.Spec.JobType)
+		if err != nil {
+			return nil, fmt.Errorf("shared stack owner of job type %q: %w", x.Spec.JobType, err)
+		}
+		if o, ok := owner.(*v1alpha1.TFRTenant); ok && o != nil && (o.Namespace != x.Namespace || o.Name != x.Name) {
+			if !exists || !st.Ready {
+				return nil, &ParentError{Kind: KindTenant, Name: o.Namespace + "/" + o.Name, Stack: t.Shared,
+					Reason: "the job type's shared middleware is brought up by its owner tenant"}
+			}
+		} else {
+			driver = x
+		}
+	} else if !exists || !st.Ready {
+		driver = x
+	}
+	if driver != nil {
+		if err := run(t.Shared, stacks.Tenant(stacks.TenantInput{Tenant: driver, Cluster: cl}), map[string]string{engine.TagParent: t.Parent}); err != nil {
+			return nil, err
+		}
+	}
+	if kind == engine.OpPreview && !exists {
+		return nil, nil
+	}
+	out, err := r.eng.Outputs(ctx, t.Shared)
+	if err != nil {
+		return nil, err
+	}
+	shared, err := stacks.TenantOutputsFromStack(out)
+	if err != nil {
+		return nil, err
+	}
+	return &shared, nil
+}
+
+// releaseShared destroys a personal job type's shared stack once no member stack refers to it.
+func (r *Runner) releaseShared(ctx context.Context, t Target, _ *v1alpha1.TFRTenant, op Op, out *Outcome) error {
+	members, err := r.stacksTagged(ctx, engine.LevelTenant+".", engine.TagShared, t.Shared)
+	if err != nil || len(members) > 0 {
+		return err
+	}
+	return r.destroyStack(ctx, t.Shared, op, out)
+}
+
+// applyServer runs a server over its tenant's outputs once the tenant's stack is ready.
+func (r *Runner) applyServer(ctx context.Context, t Target, x *v1alpha1.TFRServer, run runFunc) error {
+	tenant, err := r.opts.Parents.Tenant(ctx, t.Parent)
+	if err != nil {
+		return t.parentErr(err)
+	}
+	return run(t.Stack, stacks.Server(stacks.ServerInput{Server: x, Tenant: tenant}), map[string]string{engine.TagParent: t.Parent})
+}
+
+// Dependents lists the stacks that name t's stack as their parent (a cluster's tenants and
+// shared stacks, a tenant's servers), read from the backend so every door's stacks count.
+func (r *Runner) Dependents(ctx context.Context, t Target) ([]string, error) {
+	switch t.Kind {
+	case KindCluster:
+		return r.stacksTagged(ctx, engine.LevelTenant+".", engine.TagParent, t.Stack)
+	case KindTenant:
+		return r.stacksTagged(ctx, engine.LevelServer+"."+t.Namespace+".", engine.TagParent, t.Stack)
+	default:
+		return nil, nil
+	}
+}
+
+// stacksTagged lists the stacks under prefix whose tag key equals value.
+func (r *Runner) stacksTagged(ctx context.Context, prefix, key, value string) ([]string, error) {
+	list, err := r.eng.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, s := range list {
+		if !strings.HasPrefix(s.Name, prefix) {
+			continue
+		}
+		st, err := r.eng.Status(ctx, s.Name)
+		if errors.Is(err, engine.ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if st.Tags[key] == value {
+			found = append(found, s.Name)
+		}
+	}
+	sort.Strings(found)
+	return found, nil
+}
+
+// parentErr fills in which parent a ParentError is about.
+func (t Target) parentErr(err error) error {
+	var pe *ParentError
+	if errors.As(err, &pe) && pe.Kind == "" {
+		pe.Kind, pe.Name = t.ParentKind, t.ParentName
+	}
+	return err
+}
+
+// Parents reads what a child program takes from its parent's stack. Each method returns a
+// *ParentError while the parent is missing or not ready.
+type Parents interface {
+	Cluster(ctx context.Context, stack string) (stacks.TenantCluster, error)
+	Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error)
+}
+
+// EngineParents reads parents from their stacks in the engine's backend: a parent is ready
+// when its last update succeeded, whichever door ran it.
+type EngineParents struct{ Engine Engine }
+
+// Cluster reads a cluster stack.
+func (p EngineParents) Cluster(ctx context.Context, stack string) (stacks.TenantCluster, error) {
+	out, err := p.ready(ctx, stack)
+	if err != nil {
+		return stacks.TenantCluster{}, err
+	}
+	return stacks.TenantClusterFromStack(out)
+}
+
+// Tenant reads a tenant stack.
+func (p EngineParents) Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error) {
+	out, err := p.ready(ctx, stack)
+	if err != nil {
+		return stacks.TenantOutputs{}, err
+	}
+	return stacks.TenantOutputsFromStack(out)
+}
+
+func (p EngineParents) ready(ctx context.Context, stack string) (engine.Outputs, error) {
+	st, err := p.Engine.Status(ctx, stack)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil, &ParentError{Stack: stack, Reason: "its stack does not exist yet"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !st.Ready {
+		reason := "it has not been brought up yet"
+		if st.Last != nil {
+			reason = fmt.Sprintf("its last %s %s", st.Last.Kind, st.Last.Result)
+		}
+		return nil, &ParentError{Stack: stack, Reason: reason}
+	}
+	return p.Engine.Outputs(ctx, stack)
+}

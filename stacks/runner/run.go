@@ -1,0 +1,303 @@
+// Package runner turns a TFRS custom resource (TFRCluster, TFRTenant, TFRServer) into stack
+// operations. It is the one place that knows, for each kind, which program runs, which
+// stacks it touches, which parent it waits for and which config it gets; the operator, the
+// HTTP API and the CLI all call it, so the three doors behave the same on the same state.
+//
+// A Runner validates before anything changes (ErrInvalid names every bad field), refuses to
+// mutate a stack another door manages (ErrManagedElsewhere), waits for parents by reading
+// their stacks (ErrParentNotReady), and refuses to destroy a parent that still has dependents
+// (ErrDependentsExist). Personal tenants run two stacks (see stacks/tenant.go): the job
+// type's shared stack and the tenant's own member stack.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+// Engine is what a Runner needs from *engine.Engine; tests substitute a fake.
+type Engine interface {
+	Up(ctx context.Context, req engine.Request) (*engine.Result, error)
+	Preview(ctx context.Context, req engine.Request) (*engine.Result, error)
+	Refresh(ctx context.Context, req engine.Request) (*engine.Result, error)
+	Destroy(ctx context.Context, req engine.Request) (*engine.Result, error)
+	Remove(ctx context.Context, stack string, force bool) error
+	Outputs(ctx context.Context, stack string) (engine.Outputs, error)
+	Status(ctx context.Context, stack string) (*engine.StackStatus, error)
+	List(ctx context.Context, prefix string) ([]engine.StackSummary, error)
+}
+
+var _ Engine = (*engine.Engine)(nil)
+
+// Options configure how programs reach Kubernetes.
+type Options struct {
+	// Kubeconfig is the kubeconfig *contents* the Kubernetes provider uses (passed as secret
+	// stack config, never on a command line). Empty: the provider's default (in-cluster
+	// service account, or $KUBECONFIG / ~/.kube/config).
+	Kubeconfig string
+	// KubeContext selects a context of the kubeconfig.
+	KubeContext string
+	// RenderDir, when set, makes the provider write YAML manifests into this directory instead
+	// of applying them (the provider's renderYamlToDirectory mode). Use a throwaway backend.
+	RenderDir string
+	// Parents reads parent stacks; nil reads them from the engine (EngineParents).
+	Parents Parents
+	// SharedOwner, when set, says which personal tenant of a job type drives the job type's
+	// shared stack (the operator passes stacks.SharedStackOwner over its TFRTenant list).
+	// When nil, the shared stack is created with the first tenant's spec and then reused.
+	SharedOwner func(ctx context.Context, jobType string) (Object, error)
+}
+
+// Runner runs the stack operations of custom resources. Safe for concurrent use.
+type Runner struct {
+	eng  Engine
+	opts Options
+}
+
+// New returns a Runner over eng.
+func New(eng Engine, opts Options) *Runner {
+	if opts.Parents == nil {
+		opts.Parents = EngineParents{Engine: eng}
+	}
+	return &Runner{eng: eng, opts: opts}
+}
+
+// Engine returns the engine the runner drives.
+func (r *Runner) Engine() Engine { return r.eng }
+
+// Op carries what every operation takes besides the object.
+type Op struct {
+	// Door is who asks: recorded as the stack's managed-by tag on first up, and checked
+	// against it before any mutation.
+	Door engine.ManagedBy
+	// Sink receives the engine's progress events; nil discards them.
+	Sink engine.Sink
+	// Message is recorded in the stack history.
+	Message string
+	// Rotate and Decisions pass through to the engine (see engine.Request).
+	Rotate    []string
+	Decisions map[string]engine.Decision
+}
+
+// StackResult is one stack's part of an operation.
+type StackResult struct {
+	Stack  string         `json:"stack"`
+	Result *engine.Result `json:"result,omitempty"`
+}
+
+// Outcome is the result of an operation on one object: one entry per stack it ran on, in
+// order (a personal tenant's shared stack comes before its own).
+type Outcome struct {
+	Target Target        `json:"target"`
+	Stacks []StackResult `json:"stacks"`
+}
+
+// Changes sums the step counts of every stack.
+func (o *Outcome) Changes() engine.Changes {
+	total := engine.Changes{}
+	if o == nil {
+		return total
+	}
+	for _, s := range o.Stacks {
+		if s.Result == nil {
+			continue
+		}
+		for k, v := range s.Result.Changes {
+			total[k] += v
+		}
+	}
+	return total
+}
+
+// Steps lists every stack's steps in order.
+func (o *Outcome) Steps() []engine.Step {
+	var steps []engine.Step
+	if o == nil {
+		return nil
+	}
+	for _, s := range o.Stacks {
+		if s.Result != nil {
+			steps = append(steps, s.Result.Steps...)
+		}
+	}
+	return steps
+}
+
+// Own returns the result of the object's own stack (nil when it did not run).
+func (o *Outcome) Own() *engine.Result {
+	if o == nil {
+		return nil
+	}
+	for _, s := range o.Stacks {
+		if s.Stack == o.Target.Stack {
+			return s.Result
+		}
+	}
+	return nil
+}
+
+func (o *Outcome) add(stack string, res *engine.Result) {
+	o.Stacks = append(o.Stacks, StackResult{Stack: stack, Result: res})
+}
+
+// Up creates or updates the object's stacks after its parent is ready.
+func (r *Runner) Up(ctx context.Context, obj Object, op Op) (*Outcome, error) {
+	return r.apply(ctx, obj, op, engine.OpUp)
+}
+
+// Preview reports what Up would change, without changing anything.
+func (r *Runner) Preview(ctx context.Context, obj Object, op Op) (*Outcome, error) {
+	return r.apply(ctx, obj, op, engine.OpPreview)
+}
+
+// Refresh reads the object's resources back from the cluster into its stack.
+func (r *Runner) Refresh(ctx context.Context, obj Object, op Op) (*Outcome, error) {
+	t, obj, err := r.prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkDoor(ctx, t.Stack, op.Door); err != nil {
+		return nil, err
+	}
+	out := &Outcome{Target: t}
+	res, err := r.eng.Refresh(ctx, r.request(t.Stack, nil, op, nil))
+	out.add(t.Stack, res)
+	return out, err
+}
+
+func (r *Runner) apply(ctx context.Context, obj Object, op Op, kind engine.OpKind) (*Outcome, error) {
+	t, obj, err := r.prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	if kind == engine.OpUp {
+		if err := r.checkDoor(ctx, t.Stack, op.Door); err != nil {
+			return nil, err
+		}
+	}
+	out := &Outcome{Target: t}
+	run := func(stack string, prog programFunc, tags map[string]string) error {
+		req := r.request(stack, prog, op, tags)
+		var res *engine.Result
+		var err error
+		if kind == engine.OpUp {
+			res, err = r.eng.Up(ctx, req)
+		} else {
+			res, err = r.eng.Preview(ctx, req)
+		}
+		out.add(stack, res)
+		return err
+	}
+	switch x := obj.(type) {
+	case *v1alpha1.TFRCluster:
+		err = run(t.Stack, r.clusterProgram(x), nil)
+	case *v1alpha1.TFRTenant:
+		err = r.applyTenant(ctx, t, x, kind, run)
+	case *v1alpha1.TFRServer:
+		err = r.applyServer(ctx, t, x, run)
+	}
+	return out, err
+}
+
+// Destroy deletes the object's resources (the tenant's deletion policy decides what stateful
+// data survives) and removes its stack. A parent with dependents is refused with
+// ErrDependentsExist; nothing is touched then.
+func (r *Runner) Destroy(ctx context.Context, obj Object, op Op) (*Outcome, error) {
+	t, obj, err := r.prepare(obj)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkDoor(ctx, t.Stack, op.Door); err != nil {
+		return nil, err
+	}
+	deps, err := r.Dependents(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if len(deps) > 0 {
+		return nil, &DependentsError{Stack: t.Stack, Dependents: deps}
+	}
+	out := &Outcome{Target: t}
+	if err := r.destroyStack(ctx, t.Stack, op, out); err != nil {
+		return out, err
+	}
+	if x, ok := obj.(*v1alpha1.TFRTenant); ok && t.Shared != "" {
+		err = r.releaseShared(ctx, t, x, op, out)
+	}
+	return out, err
+}
+
+// destroyStack destroys and removes one stack; a stack that does not exist is already gone.
+func (r *Runner) destroyStack(ctx context.Context, stack string, op Op, out *Outcome) error {
+	res, err := r.eng.Destroy(ctx, r.request(stack, nil, op, nil))
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	out.add(stack, res)
+	if err != nil {
+		return err
+	}
+	if err := r.eng.Remove(ctx, stack, false); err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return fmt.Errorf("remove stack %s: %w", stack, err)
+	}
+	return nil
+}
+
+// request builds the engine request for one stack.
+func (r *Runner) request(stack string, prog programFunc, op Op, tags map[string]string) engine.Request {
+	return engine.Request{
+		Stack: stack, Program: prog, ManagedBy: op.Door, Tags: tags, Config: r.config(),
+		Sink: op.Sink, Message: op.Message, Rotate: op.Rotate, Decisions: op.Decisions,
+	}
+}
+
+// Config keys of the default Kubernetes provider.
+const (
+	ConfigKubeconfig  = "kubernetes:kubeconfig"
+	ConfigKubeContext = "kubernetes:context"
+	ConfigRenderDir   = "kubernetes:renderYamlToDirectory"
+)
+
+func (r *Runner) config() map[string]engine.ConfigValue {
+	cfg := map[string]engine.ConfigValue{}
+	if r.opts.Kubeconfig != "" {
+		cfg[ConfigKubeconfig] = engine.ConfigValue{Value: r.opts.Kubeconfig, Secret: true}
+	}
+	if r.opts.KubeContext != "" {
+		cfg[ConfigKubeContext] = engine.ConfigValue{Value: r.opts.KubeContext}
+	}
+	if r.opts.RenderDir != "" {
+		cfg[ConfigRenderDir] = engine.ConfigValue{Value: r.opts.RenderDir}
+	}
+	return cfg
+}
+
+// checkDoor refuses a mutation of a stack that another door manages: a stack the operator
+// manages has a CR as its source of truth, and only the operator changes it; the operator in
+// turn never takes over a stack made over HTTP or by the CLI (a CR of the same name would
+// otherwise silently overwrite it). The HTTP API and the CLI may both change each other's
+// stacks. A stack that does not exist yet is free.
+func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.ManagedBy) error {
+	if door == "" {
+		return nil
+	}
+	st, err := r.eng.Status(ctx, stack)
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	owner := st.ManagedBy
+	if owner == "" || owner == door {
+		return nil
+	}
+	if owner == engine.ManagedByOperator || door == engine.ManagedByOperator {
+		return &ManagedElsewhereError{Stack: stack, ManagedBy: owner}
+	}
+	return nil
+}
