@@ -187,3 +187,7 @@ func newOutput(v any, secret bool) Output {
 	}
 	return Output{Value: v}
 }
+
+// NewOutput makes an output value as a stack would report it: a secret one keeps its value
+// hidden behind Reveal. For fakes of the engine in other packages' tests.
+func NewOutput(v any, secret bool) Output { return newOutput(v, secret) }
