@@ -16,6 +16,9 @@ import (
 func TestExamplesAreValid(t *testing.T) {
 	files, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
+	dev, err := filepath.Glob("dev/*.yaml")
+	require.NoError(t, err)
+	files = append(files, dev...)
 	require.NotEmpty(t, files)
 	kinds := map[string]bool{}
 	for _, f := range files {
