@@ -1,0 +1,365 @@
+// Package demo is the story `make demo` tells and the end-to-end suite asserts: a TFRCluster
+// by `kubectl apply` (sources pointed at the offline stand-ins), an enterprise tenant by HTTP
+// POST (watching its progress as Server-Sent Events), a TFRServer by `kubectl apply`, and a
+// personal tenant with two robots by `tfrs up -f`. Each step is a method, so the test can
+// assert between steps what the demo only prints.
+package demo
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	components "github.com/tfrs-io/tfrs-operator/components/server"
+	"github.com/tfrs-io/tfrs-operator/internal/devenv"
+	"github.com/tfrs-io/tfrs-operator/stacks"
+)
+
+// Names the examples use.
+const (
+	ClusterName      = "dev"
+	Namespace        = "tfrs-system"
+	EnterpriseTenant = "acme"
+	EnterpriseServer = "helper-bot"
+	PersonalTenant   = "chat"
+)
+
+// Story runs the demo against a dev environment.
+type Story struct {
+	Env *devenv.Env
+	// Root is the repository root (examples/ and stacks/testdata/).
+	Root string
+	// TFRS is the tfrs binary run for the CLI door.
+	TFRS string
+	// Out receives the narration and every command's output.
+	Out io.Writer
+	// Wait bounds each wait for Ready (default 10 minutes).
+	Wait time.Duration
+}
+
+func (s *Story) wait() time.Duration {
+	if s.Wait <= 0 {
+		return 10 * time.Minute
+	}
+	return s.Wait
+}
+
+// Run tells the whole story.
+func (s *Story) Run(ctx context.Context) error {
+	steps := []struct {
+		title string
+		fn    func(context.Context) error
+	}{
+		{"1/7  TFRCluster by kubectl apply (offline stand-in sources)", s.ApplyCluster},
+		{"2/7  enterprise TFRTenant by HTTP POST, progress as Server-Sent Events", s.PostTenant},
+		{"3/7  TFRServer by kubectl apply", s.ApplyServer},
+		{"4/7  personal TFRTenant with two robots by tfrs up -f", s.UpPersonal},
+		{"5/7  everything is Ready", s.Show},
+		{"6/7  the generated Confz of " + EnterpriseServer + " (secrets masked)", s.ShowConfz},
+		{"7/7  tfrs preview after an edit", s.PreviewEdit},
+	}
+	for _, st := range steps {
+		s.say("\n==> %s\n", st.title)
+		if err := st.fn(ctx); err != nil {
+			return fmt.Errorf("%s: %w", st.title, err)
+		}
+	}
+	s.Where()
+	return nil
+}
+
+func (s *Story) say(format string, args ...any) { fmt.Fprintf(s.Out, format, args...) }
+
+// ApplyCluster creates the registry password Secret the example refers to, then applies the
+// stand-in TFRCluster and waits for Ready.
+func (s *Story) ApplyCluster(ctx context.Context) error {
+	pass := make([]byte, 12)
+	if _, err := rand.Read(pass); err != nil {
+		return err
+	}
+	secret := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"tfrobot-registry","namespace":"default"},"stringData":{"password":%q}}`, hex.EncodeToString(pass))
+	if err := s.kubectlIn(ctx, secret, "apply", "-f", "-"); err != nil {
+		return err
+	}
+	doc, err := s.ClusterDocument()
+	if err != nil {
+		return err
+	}
+	if err := s.kubectlIn(ctx, string(doc), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	return s.kubectl(ctx, "wait", "--for=condition=Ready", "tfrcluster/"+ClusterName, "--timeout="+s.wait().String())
+}
+
+// ClusterDocument is examples/dev/cluster.yaml with ${TFRS_STANDINS} filled in.
+func (s *Story) ClusterDocument() ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(s.Root, "examples", "dev", "cluster.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	standins := filepath.Join(s.Root, "stacks", "testdata", "cluster")
+	return []byte(strings.ReplaceAll(string(b), "${TFRS_STANDINS}", standins)), nil
+}
+
+// PostTenant POSTs examples/tenant-enterprise.yaml (as JSON) to the HTTP API, follows the
+// operation's event stream to its end and checks the operation succeeded.
+func (s *Story) PostTenant(ctx context.Context) error {
+	y, err := os.ReadFile(filepath.Join(s.Root, "examples", "tenant-enterprise.yaml"))
+	if err != nil {
+		return err
+	}
+	body, err := yaml.YAMLToJSON(y)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/v1/namespaces/%s/tenants", s.Env.APIURL, Namespace)
+	s.say("$ curl -X POST -H 'Authorization: Bearer …' -H 'Content-Type: application/json' --data @tenant-enterprise.json %s\n", url)
+	resp, err := s.api(ctx, http.MethodPost, url, body)
+	if err != nil {
+		return err
+	}
+	loc := resp.Header.Get("Location")
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s.say("%s  Location: %s\n%s\n", resp.Status, loc, bytes.TrimSpace(b))
+	if resp.StatusCode != http.StatusAccepted || loc == "" {
+		return fmt.Errorf("POST tenant: %s", resp.Status)
+	}
+	if err := s.follow(ctx, s.Env.APIURL+loc+"/events"); err != nil {
+		return err
+	}
+	return s.operationSucceeded(ctx, s.Env.APIURL+loc)
+}
+
+// follow prints an operation's SSE stream until its "done" event.
+func (s *Story) follow(ctx context.Context, url string) error {
+	s.say("$ curl -N -H 'Authorization: Bearer …' %s\n", url)
+	resp, err := s.api(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			s.say("  %-8s %s\n", event, short(strings.TrimPrefix(line, "data: "), 160))
+			if event == "done" {
+				return nil
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("event stream %s ended without a done event", url)
+}
+
+func (s *Story) operationSucceeded(ctx context.Context, url string) error {
+	resp, err := s.api(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var op struct {
+		State string          `json:"state"`
+		Error json.RawMessage `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&op); err != nil {
+		return err
+	}
+	if op.State != "succeeded" {
+		return fmt.Errorf("operation %s: %s %s", url, op.State, op.Error)
+	}
+	return nil
+}
+
+// ApplyServer applies examples/server.yaml (its tenant was made over HTTP: the operator reads
+// the parent's readiness from its stack) and waits for Ready.
+func (s *Story) ApplyServer(ctx context.Context) error {
+	if err := s.kubectl(ctx, "apply", "-f", filepath.Join(s.Root, "examples", "server.yaml")); err != nil {
+		return err
+	}
+	return s.kubectl(ctx, "wait", "--for=condition=Ready", "-n", Namespace, "tfrserver/"+EnterpriseServer, "--timeout="+s.wait().String())
+}
+
+// UpPersonal runs `tfrs up -f examples/dev/personal.yaml` against the same state.
+func (s *Story) UpPersonal(ctx context.Context) error {
+	return s.tfrs(ctx, "up", "-f", filepath.Join(s.Root, "examples", "dev", "personal.yaml"))
+}
+
+// Show prints the CRs with their printer columns, the HTTP tenant, and the tenant's graph.
+func (s *Story) Show(ctx context.Context) error {
+	if err := s.kubectl(ctx, "get", "tfrclusters,tfrtenants,tfrservers", "-A"); err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/v1/namespaces/%s/tenants/%s", s.Env.APIURL, Namespace, EnterpriseTenant)
+	s.say("$ curl -H 'Authorization: Bearer …' %s\n", url)
+	resp, err := s.api(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	s.say("%s\n%s\n", resp.Status, short(string(b), 1200))
+	return s.tfrs(ctx, "graph", "-f", filepath.Join(s.Root, "examples", "tenant-enterprise.yaml"), "-o", "mermaid")
+}
+
+// secretKey matches TOML keys whose values are credentials.
+var secretKey = regexp.MustCompile(`(?i)^\s*[a-z_]*(password|secret|key|token|url)[a-z_]*\s*=`)
+
+// ShowConfz prints the enterprise server's generated Confz with every credential masked.
+func (s *Story) ShowConfz(ctx context.Context) error {
+	toml, err := s.Confz(ctx, Namespace, EnterpriseServer)
+	if err != nil {
+		return err
+	}
+	s.say("%s\n", MaskTOML(toml))
+	return nil
+}
+
+// Confz reads a robot's Confz TOML: the TFRServer's status names the Secret and the
+// namespace (non-secret stack outputs), the Secret holds the TOML under server.ConfzKey.
+func (s *Story) Confz(ctx context.Context, namespace, server string) (string, error) {
+	out, err := s.output(ctx, "get", "tfrserver", server, "-n", namespace, "-o", "jsonpath={.status.outputs}")
+	if err != nil {
+		return "", err
+	}
+	var outputs map[string]string
+	if err := json.Unmarshal([]byte(out), &outputs); err != nil {
+		return "", fmt.Errorf("status.outputs of TFRServer %s/%s: %w", namespace, server, err)
+	}
+	ns, name := outputs[stacks.ServerOutputNamespace], outputs[stacks.ServerOutputConfzSecret]
+	if ns == "" || name == "" {
+		return "", fmt.Errorf("TFRServer %s/%s has no confz secret in its status outputs", namespace, server)
+	}
+	data, err := s.output(ctx, "get", "secret", name, "-n", ns, "-o", "jsonpath={.data."+strings.ReplaceAll(components.ConfzKey, ".", `\.`)+"}")
+	if err != nil {
+		return "", err
+	}
+	toml, err := base64.StdEncoding.DecodeString(strings.TrimSpace(data))
+	if err != nil {
+		return "", fmt.Errorf("confz secret %s/%s: %w", ns, name, err)
+	}
+	return string(toml), nil
+}
+
+// MaskTOML hides the values of credential keys.
+func MaskTOML(toml string) string {
+	lines := strings.Split(toml, "\n")
+	for i, l := range lines {
+		if secretKey.MatchString(l) {
+			lines[i] = l[:strings.Index(l, "=")+1] + ` "****"`
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// PreviewEdit changes one robot's configData in a copy of the personal file and previews it.
+func (s *Story) PreviewEdit(ctx context.Context) error {
+	b, err := os.ReadFile(filepath.Join(s.Root, "examples", "dev", "personal.yaml"))
+	if err != nil {
+		return err
+	}
+	edited := strings.Replace(string(b), "TFS_PROFILE: personal", "TFS_PROFILE: personal-edited", 1)
+	f := filepath.Join(s.Env.Dir, "personal-edited.yaml")
+	if err := os.WriteFile(f, []byte(edited), 0o600); err != nil {
+		return err
+	}
+	s.say("(robot-alice's TFS_PROFILE changed in %s)\n", f)
+	return s.tfrs(ctx, "preview", "-f", f)
+}
+
+// Where says how to open each piece.
+func (s *Story) Where() {
+	s.say(`
+==> try it yourself
+  source %s          # KUBECONFIG, TFRS_STATE_DIR, TFRS_PASSPHRASE_FILE, TFRS_API_URL, TFRS_API_TOKEN
+  kubectl get tfrc,tfrt,tfrsv -A
+  curl -H "Authorization: Bearer $TFRS_API_TOKEN" $TFRS_API_URL/v1/namespaces/%s/tenants
+  %s preview -f examples/dev/personal.yaml -o markdown
+  kubectl get pods -n %s          # the enterprise tenant's middleware and robot
+  kubectl get pods -n personal-chat  # the personal job type's shared middleware and robots
+`, s.Env.EnvFile, Namespace, s.TFRS, EnterpriseTenant)
+}
+
+func (s *Story) api(ctx context.Context, method, url string, body []byte) (*http.Response, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, r)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.Env.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return http.DefaultClient.Do(req)
+}
+
+func (s *Story) kubectl(ctx context.Context, args ...string) error { return s.kubectlIn(ctx, "", args...) }
+
+func (s *Story) kubectlIn(ctx context.Context, stdin string, args ...string) error {
+	s.say("$ kubectl %s\n", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", s.Env.KubeconfigPath}, args...)...)
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	cmd.Stdout, cmd.Stderr = s.Out, s.Out
+	return cmd.Run()
+}
+
+func (s *Story) output(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", s.Env.KubeconfigPath}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// tfrs runs the CLI door against the environment's state and cluster.
+func (s *Story) tfrs(ctx context.Context, args ...string) error {
+	s.say("$ tfrs %s\n", strings.Join(args, " "))
+	full := append(args, "--kubeconfig", s.Env.KubeconfigPath, "--state-dir", s.Env.StateDir, "--passphrase-file", s.Env.PassphraseFile)
+	if args[0] == "graph" {
+		full = args
+	}
+	cmd := exec.CommandContext(ctx, s.TFRS, full...)
+	cmd.Stdout, cmd.Stderr = s.Out, s.Out
+	return cmd.Run()
+}
+
+func short(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

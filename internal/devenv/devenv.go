@@ -1,0 +1,236 @@
+// Package devenv is the whole product on one machine: the local control plane with the CRDs,
+// the operator and the HTTP API in this process, one engine over a file:// backend under a
+// dev directory. `tfrs dev` runs it for people; the end-to-end suite runs it for tests, so
+// what a user tries first is exactly what CI proves.
+package devenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tfrs-io/tfrs-operator/config/crd"
+	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/operator"
+	"github.com/tfrs-io/tfrs-operator/server"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+)
+
+// Options configure Start.
+type Options struct {
+	// Dir keeps everything: controlplane/ (data, certs, logs, kubeconfig), state/ (the
+	// file:// backend and workspaces), passphrase, api-token, specs/ and env.sh. The control
+	// plane is started afresh each time, and so are the state and the API's specs: stacks
+	// describing objects of a control plane that is gone would only mislead the next run.
+	// The passphrase and the token are kept.
+	Dir string
+	// Listen is the HTTP API's address (default 127.0.0.1:0, a free port).
+	Listen string
+	// Log receives the operator's and the API's records (default: Dir/tfrs.log).
+	Log io.Writer
+	// Operator tunes the operator (tests shorten its polls); Engine and Run are set here.
+	Operator operator.Options
+	// MaxConcurrent bounds engine operations (default 4).
+	MaxConcurrent int
+}
+
+// Env is a running dev environment.
+type Env struct {
+	Dir            string
+	KubeconfigPath string
+	APIURL         string
+	// Token is the API's admin bearer token (Dir/api-token).
+	Token string
+	// StateDir and PassphraseFile are what another tfrs process (`tfrs up -f …`) needs to
+	// share this environment's state: `--state-dir` and `--passphrase-file`.
+	StateDir, PassphraseFile string
+	// EnvFile holds the exports that point a shell's tfrs and kubectl at this environment.
+	EnvFile string
+
+	CP     *controlplane.ControlPlane
+	Engine *engine.Engine
+	Runner *runner.Runner
+
+	cancel  context.CancelFunc
+	done    chan error // the operator and the API, each sends once
+	started int        // how many of them run
+	logFile *os.File
+}
+
+// Start brings the environment up. Stop it with Stop (also on error paths: Start cleans up
+// after itself when it fails).
+func Start(ctx context.Context, o Options) (env *Env, err error) {
+	if o.Dir == "" {
+		return nil, errors.New("devenv: Dir is required")
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: o.Dir, StateDir: filepath.Join(o.Dir, "state"), PassphraseFile: filepath.Join(o.Dir, "passphrase"),
+		EnvFile: filepath.Join(o.Dir, "env.sh"), done: make(chan error, 2)}
+	defer func() {
+		if err != nil {
+			_ = e.Stop()
+		}
+	}()
+	if o.Log == nil {
+		if e.logFile, err = os.OpenFile(filepath.Join(o.Dir, "tfrs.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			return nil, err
+		}
+		o.Log = e.logFile
+	}
+	log := slog.New(slog.NewTextHandler(o.Log, nil))
+
+	// A fresh control plane every time (its etcd is scratch), so fresh state too.
+	cpDir := filepath.Join(o.Dir, "controlplane")
+	for _, d := range []string{cpDir, e.StateDir, filepath.Join(o.Dir, "specs")} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, err
+		}
+	}
+	if e.CP, err = controlplane.Start(ctx, controlplane.Options{Dir: cpDir}); err != nil {
+		return nil, err
+	}
+	e.KubeconfigPath = e.CP.KubeconfigPath
+	if err := crd.Install(ctx, e.CP.RESTConfig); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := os.ReadFile(e.KubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if err := ensureSecretFile(e.PassphraseFile); err != nil {
+		return nil, err
+	}
+	tokenFile := filepath.Join(o.Dir, "api-token")
+	if err := ensureSecretFile(tokenFile); err != nil {
+		return nil, err
+	}
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	e.Token = strings.TrimSpace(string(tok))
+
+	if e.Engine, err = engine.New(ctx, engine.Options{StateDir: e.StateDir, PassphraseFile: e.PassphraseFile,
+		MaxConcurrent: o.MaxConcurrent, Logger: log}); err != nil {
+		return nil, err
+	}
+	runOpts := runner.Options{Kubeconfig: string(kubeconfig)}
+	e.Runner = runner.New(e.Engine, runOpts)
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	if err := e.startOperator(runCtx, o, runOpts); err != nil {
+		return nil, err
+	}
+	if err := e.startAPI(runCtx, o, log); err != nil {
+		return nil, err
+	}
+	if err := e.writeEnvFile(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) startOperator(ctx context.Context, o Options, run runner.Options) error {
+	mgr, err := operator.NewManager(e.CP.RESTConfig, operator.ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
+	if err != nil {
+		return err
+	}
+	opts := o.Operator
+	opts.Engine, opts.Run = e.Engine, run
+	if _, err := operator.Setup(ctx, mgr, opts); err != nil {
+		return err
+	}
+	e.started++
+	go func() { e.done <- mgr.Start(ctx) }()
+	return nil
+}
+
+func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
+	specs, err := server.NewFileSpecStore(filepath.Join(o.Dir, "specs"))
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Config{
+		Runner: e.Runner, Engine: e.Engine, Specs: specs, Logger: log,
+		Tokens:        []server.Token{{Value: e.Token, Role: server.RoleAdmin, Name: "dev"}},
+		ShutdownGrace: 30 * time.Second,
+	})
+	l, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("API listen %s: %w", o.Listen, err)
+	}
+	e.APIURL = "http://" + l.Addr().String()
+	e.started++
+	go func() { e.done <- srv.Serve(ctx, l) }()
+	return nil
+}
+
+// writeEnvFile writes the exports for a shell: `source ~/.tfrs/dev/env.sh`, then kubectl,
+// tfrs up/preview and curl all talk to this environment.
+func (e *Env) writeEnvFile() error {
+	body := fmt.Sprintf(`# written by tfrs dev; source it to use this environment from a shell
+export KUBECONFIG=%q
+export TFRS_STATE_DIR=%q
+export TFRS_PASSPHRASE_FILE=%q
+export TFRS_API_URL=%q
+export TFRS_API_TOKEN="$(cat %q)"
+`, e.KubeconfigPath, e.StateDir, e.PassphraseFile, e.APIURL, filepath.Join(e.Dir, "api-token"))
+	return os.WriteFile(e.EnvFile, []byte(body), 0o600)
+}
+
+// Stop stops the API (letting running operations finish within its grace), the operator,
+// the engine and the control plane, in that order. No process is left behind.
+func (e *Env) Stop() error {
+	var errs []error
+	if e.cancel != nil {
+		e.cancel()
+		for range e.started {
+			if err := <-e.done; err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, err)
+			}
+		}
+		e.cancel = nil
+	}
+	if e.Engine != nil {
+		errs = append(errs, e.Engine.Close())
+		e.Engine = nil
+	}
+	if e.CP != nil {
+		errs = append(errs, e.CP.Stop())
+		e.CP = nil
+	}
+	if e.logFile != nil {
+		errs = append(errs, e.logFile.Close())
+		e.logFile = nil
+	}
+	return errors.Join(errs...)
+}
+
+// ensureSecretFile creates path (mode 0600) holding 32 random bytes in hex, unless it exists.
+func ensureSecretFile(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600)
+}
