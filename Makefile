@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 45m
 PKGS ?= ./...
 
 
-.PHONY: build tools generate manifests verify-generated test unit fmt vet lint bench demo e2e clean-tools
+.PHONY: build tools generate manifests verify-generated test unit fmt vet lint bench demo smoke e2e clean-tools
 
 build: ## the tfrs binary
 	go build -o bin/tfrs ./cmd/tfrs
@@ -47,7 +47,10 @@ test: tools ## unit + integration tests (real control plane, Pulumi engine, S3 s
 bench: tools ## benchmarks; results also go to bench-results.txt
 	go test -run '^$$' -bench . -benchtime 3x -timeout 60m ./... | tee bench-results.txt
 
-demo: tools build ## the main job on the embedded default: a local control plane + file:// state
+demo: tools build ## the main job on the embedded default: a local control plane + file:// state, the whole story
+	./bin/tfrs dev --demo
+
+smoke: tools build ## the smallest check: control plane + one tiny program up, no-op, destroy
 	./bin/tfrs dev --smoke
 
 clean-tools:
