@@ -2,67 +2,117 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 	"github.com/tfrs-io/tfrs-operator/stacks"
+	"github.com/tfrs-io/tfrs-operator/stacks/diff"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
 func init() {
-	register("graph", "print the component graph of each TFRCluster/TFRTenant in -f FILE, taken from the program itself (mermaid|dot|json)", runGraph)
+	register("graph", "print the component graph of each CR in -f FILE…, taken from the program itself (mermaid|dot|json); --status adds each component's live state", runGraph)
 }
 
-func runGraph(_ context.Context, args []string) error {
+func runGraph(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("graph", flag.ContinueOnError)
-	file := fs.String("f", "", "file with one or more TFRS CRs (the YAML kubectl apply takes)")
+	var files fileList
+	fs.Var(&files, "f", "file with one or more TFRS CRs (the YAML kubectl apply takes); repeatable")
 	format := fs.String("o", "mermaid", "output format: mermaid, dot or json")
+	status := fs.Bool("status", false, "show each component's live state, from a preview of its stack (needs the backend and the cluster)")
+	var sf stackFlags
+	sf.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *file == "" {
+	if len(files) == 0 {
 		return fmt.Errorf("%w: -f FILE is required", errUsage)
 	}
-	objs, err := manifest.DecodeFile(*file)
+	write, err := graphWriter(*format)
 	if err != nil {
 		return err
 	}
-	for _, o := range objs {
-		var g *stacks.Graph
-		switch x := o.(type) {
-		case *v1alpha1.TFRCluster:
-			x.Default()
-			if errs := x.Validate(); len(errs) > 0 {
-				return fmt.Errorf("%s/%s is invalid: %v", "TFRCluster", x.Name, errs.ToAggregate())
-			}
-			g, err = stacks.ClusterGraph(x)
-		case *v1alpha1.TFRTenant:
-			x.Default()
-			if errs := x.Validate(); len(errs) > 0 {
-				return fmt.Errorf("%s/%s is invalid: %v", "TFRTenant", x.Name, errs.ToAggregate())
-			}
-			g, err = stacks.TenantGraph(x)
-		default:
-			return fmt.Errorf("graph: %s is not supported yet (TFRCluster and TFRTenant have programs so far)", o.GetObjectKind().GroupVersionKind().Kind)
-		}
-		if err != nil {
+	objs, err := loadObjects(files, false)
+	if err != nil {
+		return err
+	}
+	var rn *runner.Runner
+	if *status {
+		var closeRunner func()
+		if rn, closeRunner, err = openRunner(ctx, &sf); err != nil {
 			return err
 		}
-		switch *format {
-		case "mermaid":
-			err = g.WriteMermaid(os.Stdout, nil, nil)
-		case "dot":
-			err = g.WriteDOT(os.Stdout, nil)
-		case "json":
-			err = g.WriteJSON(os.Stdout, nil)
-		default:
-			return fmt.Errorf("%w: -o must be mermaid, dot or json, not %q", errUsage, *format)
-		}
+		defer closeRunner()
+	}
+	for _, p := range objs {
+		g, err := graphOf(p.obj)
 		if err != nil {
+			return fmt.Errorf("%s: %w", p.target, err)
+		}
+		var states map[string]string
+		if rn != nil {
+			if states, err = liveStates(ctx, rn, p); err != nil {
+				return fmt.Errorf("%s: %w", p.target, err)
+			}
+		}
+		if err := write(g, os.Stdout, states); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func graphWriter(format string) (func(*stacks.Graph, io.Writer, map[string]string) error, error) {
+	switch format {
+	case "mermaid":
+		return func(g *stacks.Graph, w io.Writer, st map[string]string) error { return g.WriteMermaid(w, nil, st) }, nil
+	case "dot":
+		return (*stacks.Graph).WriteDOT, nil
+	case "json":
+		return (*stacks.Graph).WriteJSON, nil
+	}
+	return nil, fmt.Errorf("%w: -o must be mermaid, dot or json, not %q", errUsage, format)
+}
+
+// graphOf runs obj's program under mocks and returns the graph it registers (obj is
+// defaulted and validated by loadObjects).
+func graphOf(obj runner.Object) (*stacks.Graph, error) {
+	switch x := obj.(type) {
+	case *v1alpha1.TFRCluster:
+		return stacks.ClusterGraph(x)
+	case *v1alpha1.TFRTenant:
+		return stacks.TenantGraph(x)
+	case *v1alpha1.TFRServer:
+		return stacks.ServerGraph(x)
+	}
+	return nil, fmt.Errorf("graph: unsupported object %T", obj)
+}
+
+// liveStates previews the object's stacks (a preview changes nothing) and reads each
+// component's state from it. A stack that was never brought up shows every component as not
+// created; a parent that is not up yet is reported as such on every node.
+func liveStates(ctx context.Context, rn *runner.Runner, p prepared) (map[string]string, error) {
+	out, err := rn.Preview(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI})
+	if errors.Is(err, runner.ErrParentNotReady) {
+		g, gerr := graphOf(p.obj)
+		if gerr != nil {
+			return nil, gerr
+		}
+		states := map[string]string{}
+		for _, n := range g.Nodes {
+			if !n.External {
+				states[n.ID] = "waiting for parent"
+			}
+		}
+		return states, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return diff.ComponentStates(out), nil
 }

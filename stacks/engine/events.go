@@ -22,7 +22,6 @@ const (
 	EventDiag       EventKind = "diag"        // a diagnostic message (see Severity)
 	EventRecovery   EventKind = "recovery"    // the engine repaired an interrupted earlier run
 	EventSummary    EventKind = "summary"     // the final change counts
-	EventCancel     EventKind = "cancel"      // Pulumi acknowledged a cancellation
 )
 
 // Event is one progress record. Messages are redacted of known secrets; property values are
@@ -195,7 +194,9 @@ func (c *collector) handle(ev apitype.EngineEvent) {
 		c.mu.Unlock()
 		c.deliver(Event{Time: t, Kind: EventSummary, Message: summaryMessage(s.ResourceChanges)})
 	case ev.CancelEvent != nil:
-		c.deliver(Event{Time: t, Kind: EventCancel, Message: "operation canceled"})
+		// Pulumi closes every event stream with a CancelEvent, canceled or not: it marks the
+		// end of the stream, not a cancellation. A real cancellation surfaces as ErrCanceled
+		// from the operation itself.
 	}
 }
 

@@ -78,7 +78,9 @@ func (r *Runner) sharedOutputs(ctx context.Context, t Target, x *v1alpha1.TFRTen
 			return nil, err
 		}
 	}
-	if kind == engine.OpPreview && !exists {
+	// A preview of a shared stack never brought up (missing, or only created by an earlier
+	// preview) has no outputs to preview the member with.
+	if kind == engine.OpPreview && (!exists || !st.Ready) {
 		return nil, nil
 	}
 	out, err := r.eng.Outputs(ctx, t.Shared)

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+// The CI example calls `tfrs preview` with flags that exist, so it does not rot when a flag is
+// renamed.
+func TestCIExampleUsesRealFlags(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "ci", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
+	var f stackCmdFlags
+	f.bind(fs, engine.OpPreview)
+	flagRE := regexp.MustCompile(`(?:^|\s)--?([a-z][a-z-]*)`)
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		// The invocation spans the lines from "tfrs" preview to the output redirection.
+		text := string(b)
+		i := strings.Index(text, `tfrs" preview`)
+		require.GreaterOrEqual(t, i, 0, "%s runs tfrs preview", file)
+		call := text[i:]
+		call = call[:strings.Index(call, ">")]
+		found := 0
+		for _, m := range flagRE.FindAllStringSubmatch(call, -1) {
+			require.NotNil(t, fs.Lookup(m[1]), "%s uses unknown flag -%s", file, m[1])
+			found++
+		}
+		require.GreaterOrEqual(t, found, 5, "the flags of %q were found", call)
+		for _, want := range []string{"-o markdown", "--detailed-exitcode", "--fail-on-data-loss"} {
+			require.Contains(t, call, want)
+		}
+	}
+}

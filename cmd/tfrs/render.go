@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tfrs-io/tfrs-operator/stacks"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+)
+
+func init() {
+	register("render", "write the Kubernetes manifests of the CRs in -f FILE… into -o DIR/<stack>/, without a cluster (for GitOps and review)", runRender)
+}
+
+// `tfrs render` runs every object's real program through the engine with the Kubernetes
+// provider in render-to-directory mode (kubernetes:renderYamlToDirectory): the provider writes
+// each object it would apply as YAML (CRDs under 0-crd/, the rest under 1-manifest/) instead of
+// talking to a cluster. Helm v4 Charts are templated client-side, so they render too.
+//
+// The state lives in a throwaway file backend that is deleted afterwards: rendering must never
+// touch the real stacks, and generated credentials are fresh on every render. Children get
+// their parents' outputs from the same run: a tenant from the rendered cluster stack (its
+// image mirror; the RabbitMQ operator counts as ready; no pull Secret, so no registry
+// credentials end up in the files), a server from the rendered tenant stack.
+
+func runRender(ctx context.Context, args []string) error {
+	fset := flag.NewFlagSet("render", flag.ContinueOnError)
+	var files fileList
+	fset.Var(&files, "f", "file with one or more TFRS CRs (the YAML kubectl apply takes); repeatable")
+	out := fset.String("o", "", "output directory; each stack renders into DIR/<stack>/ (replaced)")
+	omitSecrets := fset.Bool("omit-secrets", false, "delete the rendered Secret manifests (they hold freshly generated credentials in plain text)")
+	progress := fset.Bool("progress", false, "print progress on stderr even when it is not a terminal")
+	if err := fset.Parse(args); err != nil {
+		return err
+	}
+	if len(files) == 0 || *out == "" {
+		return fmt.Errorf("%w: -f FILE and -o DIR are required", errUsage)
+	}
+	dir, err := filepath.Abs(*out)
+	if err != nil {
+		return err
+	}
+	objs, err := loadObjects(files, false)
+	if err != nil {
+		return err
+	}
+	eng, cleanup, err := renderEngine(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	parents := &renderParents{eng: eng, rendered: map[string]bool{}}
+	sink := progressSink(os.Stderr, *progress)
+	for _, p := range objs {
+		stackDir := filepath.Join(dir, renderStack(p.target))
+		// The throwaway state knows nothing of earlier renders, so stale files would stay. A
+		// second personal tenant of a job type shares the first one's directory: keep it.
+		shares := parents.rendered[renderStack(p.target)]
+		if !shares {
+			if err := os.RemoveAll(stackDir); err != nil {
+				return err
+			}
+		}
+		rn := runner.New(eng, runner.Options{RenderDir: stackDir, Parents: parents})
+		if _, err := rn.Up(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI, Sink: sink, Message: "tfrs render"}); err != nil {
+			return fmt.Errorf("render %s: %w", p.target, err)
+		}
+		parents.rendered[p.target.Stack] = true
+		if p.target.Shared != "" {
+			parents.rendered[p.target.Shared] = true
+		}
+		if shares {
+			fmt.Printf("%s: shares %s\n", p.target, stackDir)
+			continue
+		}
+		n, removed, err := tidyRendered(stackDir, *omitSecrets)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s: %d manifest(s) in %s", p.target, n, stackDir)
+		if removed > 0 {
+			fmt.Printf(" (%d Secret(s) omitted)", removed)
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// renderStack is the stack whose objects an object renders: a personal tenant's own stack
+// registers no Kubernetes object, its job type's shared stack does.
+func renderStack(t runner.Target) string {
+	if t.Shared != "" {
+		return t.Shared
+	}
+	return t.Stack
+}
+
+// renderEngine is an engine over a throwaway file backend in a temp dir, with a random
+// passphrase (nothing needs to decrypt this state later) and no way to reach a cluster: no
+// kubeconfig and no in-cluster service account, so a render never reads or changes one.
+func renderEngine(ctx context.Context) (*engine.Engine, func(), error) {
+	tmp, err := os.MkdirTemp("", "tfrs-render-")
+	if err != nil {
+		return nil, nil, err
+	}
+	key := make([]byte, 16)
+	if _, err := rand.Read(key); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	eng, err := engine.New(ctx, engine.Options{
+		StateDir: tmp, Passphrase: hex.EncodeToString(key), MaxConcurrent: 2,
+		Env: map[string]string{
+			"KUBECONFIG":              filepath.Join(tmp, "no-cluster.kubeconfig"),
+			"KUBERNETES_SERVICE_HOST": "",
+		},
+	})
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return eng, func() { _ = eng.Close(); _ = os.RemoveAll(tmp) }, nil
+}
+
+// renderParents hands children their parents' outputs from the stacks rendered in this run.
+type renderParents struct {
+	eng      runner.Engine
+	rendered map[string]bool
+}
+
+// Cluster gives a tenant the rendered cluster's image mirror, the RabbitMQ operator as ready
+// (a rendered cluster installs it) and no pull Secret. A cluster not in the files renders the
+// tenant with upstream images.
+func (p *renderParents) Cluster(ctx context.Context, stack string) (stacks.TenantCluster, error) {
+	c := stacks.TenantCluster{RabbitMQOperatorReady: true}
+	if !p.rendered[stack] {
+		return c, nil
+	}
+	out, err := p.eng.Outputs(ctx, stack)
+	if err != nil {
+		return c, err
+	}
+	c.ImageRegistry = out.String(stacks.ClusterOutputImageRegistry)
+	return c, nil
+}
+
+// Tenant gives a server the outputs of its tenant rendered in this run.
+func (p *renderParents) Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error) {
+	if !p.rendered[stack] {
+		return stacks.TenantOutputs{}, &runner.ParentError{Stack: stack, Reason: "render needs the server's TFRTenant in the same files"}
+	}
+	out, err := p.eng.Outputs(ctx, stack)
+	if err != nil {
+		return stacks.TenantOutputs{}, err
+	}
+	return stacks.TenantOutputsFromStack(out)
+}
+
+// tidyRendered counts the manifests under dir and, when asked, deletes the Secrets (the
+// provider names files <apiVersion>-<kind>-<namespace>-<name>.yaml).
+func tidyRendered(dir string, omitSecrets bool) (kept, removed int, err error) {
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path == dir {
+			return fs.SkipAll // nothing rendered (e.g. a personal tenant's member stack)
+		}
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
+			return err
+		}
+		if omitSecrets && strings.HasPrefix(d.Name(), "v1-secret-") {
+			removed++
+			return os.Remove(path)
+		}
+		kept++
+		return nil
+	})
+	return kept, removed, err
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tfrs-io/tfrs-operator/server"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+func init() {
+	register("serve", "run the HTTP API: create, change, preview and delete clusters, tenants and servers over HTTP", runServe)
+}
+
+// serveFlags are `tfrs serve`'s own flags, next to the shared stackFlags.
+type serveFlags struct {
+	listen, tokenFile, specDir, tlsCert, tlsKey, logFormat string
+	shutdownGrace                                          time.Duration
+	maxBodyBytes                                           int64
+}
+
+func (f *serveFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.listen, "listen", envOr("TFRS_LISTEN", "127.0.0.1:8080"), "address to listen on (env TFRS_LISTEN)")
+	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("TFRS_API_TOKEN_FILE"), "file of bearer tokens, one 'TOKEN ROLE [NAME]' per line, ROLE admin or read-only (env TFRS_API_TOKEN_FILE; env TFRS_API_TOKENS may hold entries too, separated by ';')")
+	fs.StringVar(&f.specDir, "spec-dir", os.Getenv("TFRS_SPEC_DIR"), "directory where the API keeps the specs it was sent (env TFRS_SPEC_DIR; default <state-dir>/api/specs)")
+	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TFRS_TLS_CERT"), "serve HTTPS with this certificate (PEM; env TFRS_TLS_CERT)")
+	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TFRS_TLS_KEY"), "private key of --tls-cert (PEM; env TFRS_TLS_KEY)")
+	fs.StringVar(&f.logFormat, "log-format", envOr("TFRS_LOG_FORMAT", "json"), "access and server log format: json or text (env TFRS_LOG_FORMAT)")
+	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on SIGTERM, how long running operations may finish before they are canceled")
+	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
+}
+
+func runServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var sf stackFlags
+	var f serveFlags
+	sf.bind(fs)
+	f.bind(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	log, err := f.logger()
+	if err != nil {
+		return err
+	}
+	tokens, err := f.tokens()
+	if err != nil {
+		return err
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+	}
+
+	eng, run, err := sf.runner(ctx)
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	specDir, err := f.specDirectory(sf.stateDir)
+	if err != nil {
+		return err
+	}
+	specs, err := server.NewFileSpecStore(specDir)
+	if err != nil {
+		return err
+	}
+	srv := server.New(server.Config{
+		Runner: run, Engine: eng, Tokens: tokens, Specs: specs, Logger: log,
+		MaxBodyBytes: f.maxBodyBytes, ShutdownGrace: f.shutdownGrace,
+	})
+
+	l, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return err
+	}
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			l.Close()
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	} else if !isLoopback(l.Addr()) {
+		log.Warn("serving plain HTTP on a non-loopback address: bearer tokens travel in clear text; use --tls-cert/--tls-key or a TLS-terminating proxy")
+	}
+	log.Info("tfrs serve", "addr", l.Addr().String(), "backend", eng.BackendURL(), "tokens", len(tokens), "specDir", specDir)
+	return srv.Serve(ctx, l)
+}
+
+func (f *serveFlags) logger() (*slog.Logger, error) {
+	switch f.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format must be json or text, not %q", errUsage, f.logFormat)
+}
+
+// tokens reads --token-file and TFRS_API_TOKENS. Serving without any token would answer 401
+// to everything but the probes, which is never what was meant: it is a usage error.
+func (f *serveFlags) tokens() ([]server.Token, error) {
+	var all []server.Token
+	if f.tokenFile != "" {
+		t, err := server.LoadTokenFile(f.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		all = append(all, t...)
+	}
+	if env := os.Getenv("TFRS_API_TOKENS"); env != "" {
+		t, err := server.ParseTokens(strings.NewReader(env))
+		if err != nil {
+			return nil, fmt.Errorf("TFRS_API_TOKENS: %w", err)
+		}
+		all = append(all, t...)
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("%w: no API tokens: give --token-file or TFRS_API_TOKENS", errUsage)
+	}
+	return all, nil
+}
+
+func (f *serveFlags) specDirectory(stateDir string) (string, error) {
+	if f.specDir != "" {
+		return f.specDir, nil
+	}
+	if stateDir == "" {
+		d, err := engine.DefaultStateDir()
+		if err != nil {
+			return "", err
+		}
+		stateDir = d
+	}
+	return filepath.Join(stateDir, "api", "specs"), nil
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

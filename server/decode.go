@@ -1,0 +1,182 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+)
+
+// objectMeta is the part of Kubernetes metadata a body may carry. Anything else (uid,
+// resourceVersion, generateName …) is an unknown field: the API names every object itself and
+// keeps no Kubernetes bookkeeping, so such a field would be silently meaningless.
+type objectMeta struct {
+	Name        string            `json:"name,omitempty"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+func (m objectMeta) kube() metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: m.Labels, Annotations: m.Annotations}
+}
+
+func metaOf(o runner.Object) objectMeta {
+	return objectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), Labels: o.GetLabels(), Annotations: o.GetAnnotations()}
+}
+
+// document is a request body: the CR document kubectl takes (apiVersion, kind, metadata,
+// spec) or just {metadata, spec}. There is no status: the server owns it.
+type document[S any] struct {
+	APIVersion string     `json:"apiVersion,omitempty"`
+	Kind       string     `json:"kind,omitempty"`
+	Metadata   objectMeta `json:"metadata"`
+	Spec       *S         `json:"spec"`
+}
+
+// isJSON accepts application/json and the structured +json types, with parameters.
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == echo.MIMEApplicationJSON || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+// hasBody reports a request body without reading it (chunked bodies have length -1).
+func hasBody(c echo.Context) bool {
+	r := c.Request()
+	return r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+}
+
+// readBody checks the media type before reading anything, then reads the body under the body
+// limit (the limit's error passes through as is, for the 413).
+func readBody(c echo.Context) ([]byte, error) {
+	if !isJSON(c.Request().Header.Get(echo.HeaderContentType)) {
+		return nil, ErrUnsupportedMedia
+	}
+	b, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// decodeDocument decodes a body strictly. Malformed JSON, a value of the wrong type (the
+// decoder stops there) and a missing spec are fatal: the error is returned. Unknown and
+// duplicate fields (case-sensitive, with their full paths) and a wrong apiVersion or kind are
+// returned as field problems next to the decoded document, so that the spec's own
+// validation can still report every other invalid field in the same 400.
+func decodeDocument[S any](body []byte, kind runner.Kind) (*document[S], []FieldProblem, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil, invalid("a request body is required", FieldProblem{Reason: "required", Detail: "send the " + string(kind) + " document"})
+	}
+	if !utf8.Valid(body) {
+		return nil, nil, invalid("the body is not valid UTF-8", FieldProblem{Reason: "invalid", Detail: "not UTF-8"})
+	}
+	// The standard decoder first: it reports syntax errors with their offset and type errors
+	// with the full field path.
+	var loose document[S]
+	if err := json.Unmarshal(body, &loose); err != nil {
+		return nil, nil, decodeError(err, kind)
+	}
+	// Then the Kubernetes decoder, case-sensitive like the API server, for unknown and
+	// duplicate fields; its result is the one used.
+	var d document[S]
+	strict, err := sigsjson.UnmarshalStrict(body, &d)
+	if err != nil {
+		return nil, nil, decodeError(err, kind)
+	}
+	var fields []FieldProblem
+	for _, se := range strict {
+		fp := FieldProblem{Reason: "invalid", Detail: "not allowed"}
+		var fe sigsjson.FieldError
+		if errors.As(se, &fe) {
+			fp.Field = fe.FieldPath()
+		}
+		switch msg := se.Error(); {
+		case strings.HasPrefix(msg, "unknown field"):
+			fp.Reason, fp.Detail = "unknown", "unknown field"
+		case strings.HasPrefix(msg, "duplicate field"):
+			fp.Reason, fp.Detail = "duplicate", "the field is given twice"
+		}
+		fields = append(fields, fp)
+	}
+	want := v1alpha1.GroupVersion.String()
+	if d.APIVersion != "" && d.APIVersion != want {
+		fields = append(fields, FieldProblem{Field: "apiVersion", Reason: "notSupported", Detail: "must be " + want})
+	}
+	if d.Kind != "" && d.Kind != string(kind) {
+		fields = append(fields, FieldProblem{Field: "kind", Reason: "notSupported", Detail: "must be " + string(kind) + " on this route"})
+	}
+	if d.Spec == nil {
+		fields = append(fields, FieldProblem{Field: "spec", Reason: "required", Detail: "spec is required"})
+		return nil, nil, invalid(fmt.Sprintf("%d invalid field(s)", len(fields)), fields...)
+	}
+	return &d, fields, nil
+}
+
+// decodeError describes a decode failure in terms of the request, never with the decoder's
+// own message (it names Go types).
+func decodeError(err error, kind runner.Kind) error {
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
+		return invalid(fmt.Sprintf("malformed JSON at byte %d", se.Offset), FieldProblem{Reason: "syntax", Detail: "malformed JSON"})
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("malformed JSON: the body ends early", FieldProblem{Reason: "syntax", Detail: "truncated JSON"})
+	case errors.As(err, &te):
+		if te.Field == "" {
+			return invalid("the body must be a JSON object", FieldProblem{Reason: "type", Detail: "expected object, got " + te.Value})
+		}
+		return invalid("", FieldProblem{Field: te.Field, Reason: "type", Detail: fmt.Sprintf("expected %s, got %s", jsonTypeName(te.Type), te.Value)})
+	case errors.Is(err, resource.ErrFormatWrong), errors.Is(err, resource.ErrSuffix), errors.Is(err, resource.ErrNumeric):
+		return invalid("", FieldProblem{Field: "spec", Reason: "invalid", Detail: "a quantity is malformed (write e.g. 10Gi or 500m)"})
+	}
+	if isSyntax, _ := sigsjson.SyntaxErrorOffset(err); isSyntax {
+		return invalid("malformed JSON", FieldProblem{Reason: "syntax", Detail: "malformed JSON"})
+	}
+	return invalid("the body is not a valid "+string(kind)+" document", FieldProblem{Reason: "invalid", Detail: "cannot be decoded"})
+}
+
+func jsonTypeName(t reflect.Type) string {
+	if t == nil {
+		return "a value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return fmt.Sprintf("integer (%s)", t.Kind())
+	case reflect.Float32, reflect.Float64:
+		return "number"
+	case reflect.String:
+		return "string"
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		return "object"
+	}
+	return "a value"
+}

@@ -1,0 +1,410 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+)
+
+// fake is the runner and the engine at once: stacks live in a map, Up makes them ready, and
+// every call is recorded so a test can assert that a bad request started nothing.
+type fake struct {
+	mu         sync.Mutex
+	stacks     map[string]*engine.StackStatus
+	outputs    map[string]engine.Outputs
+	calls      []string
+	upErr      error
+	previewErr error
+	destroyErr error
+	statusErr  error
+	dependents []string
+	// gate, when set, holds Up and Destroy until it is closed or their context ends.
+	gate chan struct{}
+	// entered receives once per Up/Destroy that reached the gate.
+	entered chan string
+	// upOutputs are the outputs Up gives the stack.
+	upOutputs engine.Outputs
+	// previewSteps are the steps Preview reports.
+	previewSteps []engine.Step
+}
+
+func newFake() *fake {
+	return &fake{stacks: map[string]*engine.StackStatus{}, outputs: map[string]engine.Outputs{}, entered: make(chan string, 100)}
+}
+
+func (f *fake) record(call string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	f.mu.Unlock()
+}
+
+// Calls returns the recorded calls.
+func (f *fake) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fake) count(prefix string) int {
+	n := 0
+	for _, c := range f.Calls() {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// addStack puts a stack in the backend as another door made it.
+func (f *fake) addStack(name string, by engine.ManagedBy, ready bool, tags map[string]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := map[string]string{engine.TagManagedBy: string(by)}
+	for k, v := range tags {
+		all[k] = v
+	}
+	f.stacks[name] = &engine.StackStatus{Stack: name, ManagedBy: by, Ready: ready, Tags: all,
+		Last: &engine.HistoryEntry{Kind: "update", Result: "succeeded", Started: time.Now()}}
+}
+
+func (f *fake) wait(ctx context.Context, stack string) error {
+	f.mu.Lock()
+	gate := f.gate
+	f.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	f.entered <- stack
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return errors.Join(&engine.OpError{Op: engine.OpUp, Stack: stack, Kind: engine.ErrCanceled}, ctx.Err())
+	}
+}
+
+func (f *fake) Up(ctx context.Context, obj runner.Object, op runner.Op) (*runner.Outcome, error) {
+	t, err := runner.TargetOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	f.record("Up " + t.Stack)
+	if op.Sink != nil {
+		op.Sink(engine.Event{Time: time.Now(), Stack: t.Stack, Operation: engine.OpUp, Kind: engine.EventStart, Message: "up " + t.Stack})
+	}
+	if err := f.wait(ctx, t.Stack); err != nil {
+		return &runner.Outcome{Target: t}, err
+	}
+	step := engine.Step{URN: "urn:pulumi:" + t.Stack + "::tfrs::kubernetes:core/v1:ConfigMap::cm", Type: "kubernetes:core/v1:ConfigMap", Op: engine.StepCreate, Done: true}
+	if op.Sink != nil {
+		op.Sink(engine.Event{Time: time.Now(), Stack: t.Stack, Operation: engine.OpUp, Kind: engine.EventStepDone, URN: step.URN, Type: step.Type, Op: step.Op})
+	}
+	f.mu.Lock()
+	upErr := f.upErr
+	res := &engine.Result{Stack: t.Stack, Operation: engine.OpUp, Changes: engine.Changes{engine.StepCreate: 1}, Steps: []engine.Step{step}}
+	if upErr == nil {
+		tags := map[string]string{engine.TagManagedBy: string(op.Door)}
+		if t.Parent != "" {
+			tags[engine.TagParent] = t.Parent
+		}
+		f.stacks[t.Stack] = &engine.StackStatus{Stack: t.Stack, ManagedBy: op.Door, Ready: true, Tags: tags,
+			Last: &engine.HistoryEntry{Kind: "update", Result: "succeeded", Started: time.Now(), Message: op.Message}}
+		f.outputs[t.Stack] = f.upOutputs
+		res.Outputs = f.upOutputs
+	} else {
+		res.Steps[0].Failed = true
+	}
+	f.mu.Unlock()
+	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, upErr
+}
+
+func (f *fake) Preview(ctx context.Context, obj runner.Object, _ runner.Op) (*runner.Outcome, error) {
+	t, err := runner.TargetOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	f.record("Preview " + t.Stack)
+	f.mu.Lock()
+	steps, perr := f.previewSteps, f.previewErr
+	f.mu.Unlock()
+	if perr != nil {
+		return &runner.Outcome{Target: t}, perr
+	}
+	res := &engine.Result{Stack: t.Stack, Operation: engine.OpPreview, Changes: engine.Changes{}, Steps: steps}
+	for _, s := range steps {
+		res.Changes[s.Op]++
+	}
+	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
+}
+
+func (f *fake) Destroy(ctx context.Context, obj runner.Object, _ runner.Op) (*runner.Outcome, error) {
+	t, err := runner.TargetOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	f.record("Destroy " + t.Stack)
+	if err := f.wait(ctx, t.Stack); err != nil {
+		return &runner.Outcome{Target: t}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.destroyErr != nil {
+		return &runner.Outcome{Target: t}, f.destroyErr
+	}
+	delete(f.stacks, t.Stack)
+	delete(f.outputs, t.Stack)
+	res := &engine.Result{Stack: t.Stack, Operation: engine.OpDestroy, Changes: engine.Changes{engine.StepDelete: 1}}
+	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
+}
+
+func (f *fake) Dependents(_ context.Context, t runner.Target) ([]string, error) {
+	f.record("Dependents " + t.Stack)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dependents, nil
+}
+
+func (f *fake) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
+	f.record("Status " + stack)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.statusErr != nil {
+		return nil, f.statusErr
+	}
+	st, ok := f.stacks[stack]
+	if !ok {
+		return nil, &engine.OpError{Op: engine.OpStatus, Stack: stack, Kind: engine.ErrNotFound}
+	}
+	cp := *st
+	return &cp, nil
+}
+
+func (f *fake) Outputs(_ context.Context, stack string) (engine.Outputs, error) {
+	f.record("Outputs " + stack)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.stacks[stack]; !ok {
+		return nil, &engine.OpError{Op: engine.OpOutputs, Stack: stack, Kind: engine.ErrNotFound}
+	}
+	return f.outputs[stack], nil
+}
+
+func (f *fake) List(_ context.Context, prefix string) ([]engine.StackSummary, error) {
+	f.record("List " + prefix)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []engine.StackSummary
+	for name := range f.stacks {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, engine.StackSummary{Name: name})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+const (
+	adminToken  = "admin-token-0123456789abcdef"
+	readerToken = "reader-token-0123456789abcdef"
+)
+
+// harness is a server over a fake, with helpers to call it.
+type harness struct {
+	t     *testing.T
+	f     *fake
+	s     *Server
+	specs *MemorySpecStore
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func newHarness(t *testing.T, opts ...func(*Config)) *harness {
+	t.Helper()
+	f := newFake()
+	// The cluster "dev" and the tenant tfrs-system/acme exist and are ready (made by the CLI).
+	f.addStack("cluster.dev", engine.ManagedByCLI, true, nil)
+	f.addStack("tenant.tfrs-system.acme", engine.ManagedByCLI, true, map[string]string{engine.TagParent: "cluster.dev"})
+	f.upOutputs = engine.Outputs{
+		"postgresHost":     engine.NewOutput("acme-pg-rw", false),
+		"postgresPort":     engine.NewOutput(5432.0, false),
+		"postgresPassword": engine.NewOutput("s3cr3t-pg-password-value", true),
+	}
+	h := &harness{t: t, f: f, specs: NewMemorySpecStore(), logs: &syncBuffer{}}
+	cfg := Config{
+		Runner: f, Engine: f, Specs: h.specs,
+		Tokens: []Token{{Name: "root", Role: RoleAdmin, Value: adminToken}, {Name: "viewer", Role: RoleReadOnly, Value: readerToken}},
+		Logger: slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		// Short enough for tests; the defaults are minutes.
+		HeartbeatInterval: 50 * time.Millisecond, CancelWait: 5 * time.Second,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h.s = New(cfg)
+	t.Cleanup(func() {
+		f.mu.Lock()
+		if f.gate != nil {
+			select {
+			case <-f.gate:
+			default:
+				close(f.gate)
+			}
+		}
+		f.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = h.s.Shutdown(ctx)
+	})
+	return h
+}
+
+// req is one request; body may be a string, []byte or a value to encode as JSON.
+type req struct {
+	method, path string
+	body         any
+	token        string
+	contentType  string
+	header       map[string]string
+}
+
+func (h *harness) do(r req) *httptest.ResponseRecorder {
+	h.t.Helper()
+	return serve(h, newRawRequest(h.t, r, nil))
+}
+
+func serve(h *harness, hr *http.Request) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.s.Handler().ServeHTTP(w, hr)
+	return w
+}
+
+// newRawRequest builds the request of r; rd, when set, is the body as is.
+func newRawRequest(t *testing.T, r req, rd io.Reader) *http.Request {
+	t.Helper()
+	switch b := r.body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		enc, err := json.Marshal(b)
+		require.NoError(t, err)
+		rd = bytes.NewReader(enc)
+	}
+	hr := httptest.NewRequest(r.method, r.path, rd)
+	if rd != nil {
+		ct := r.contentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		if ct != "-" {
+			hr.Header.Set("Content-Type", ct)
+		}
+	}
+	if r.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	for k, v := range r.header {
+		hr.Header.Set(k, v)
+	}
+	return hr
+}
+
+// admin calls with the admin token.
+func (h *harness) admin(method, path string, body any) *httptest.ResponseRecorder {
+	h.t.Helper()
+	return h.do(req{method: method, path: path, body: body, token: adminToken})
+}
+
+func decodeJSON[T any](t *testing.T, w *httptest.ResponseRecorder) T {
+	t.Helper()
+	var v T
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &v), "body: %s", w.Body.String())
+	return v
+}
+
+func problemOfResponse(t *testing.T, w *httptest.ResponseRecorder) Problem {
+	t.Helper()
+	require.Equal(t, ProblemContentType, w.Header().Get("Content-Type"), "body: %s", w.Body.String())
+	p := decodeJSON[Problem](t, w)
+	require.Equal(t, w.Code, p.Status)
+	return p
+}
+
+// waitOperation polls an operation until it ends.
+func (h *harness) waitOperation(id string) OperationView {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		w := h.admin(http.MethodGet, operationPath(id), nil)
+		require.Equal(h.t, http.StatusOK, w.Code, w.Body.String())
+		v := decodeJSON[OperationView](h.t, w)
+		if v.State.terminal() {
+			return v
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("operation %s did not end", id)
+	return OperationView{}
+}
+
+// hold makes Up and Destroy wait until release is called.
+func (h *harness) hold() (release func()) {
+	h.f.mu.Lock()
+	gate := make(chan struct{})
+	h.f.gate = gate
+	h.f.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }
+}
+
+func tenantBody(name string) map[string]any {
+	return map[string]any{
+		"apiVersion": "tfrs.io/v1alpha1", "kind": "TFRTenant",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"clusterRef": "dev", "type": "enterprise", "namespace": name},
+	}
+}
+
+func serverBody(name string) map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{"robotId": name, "robotType": "chat", "image": "tfrobot/server:1.0.0",
+			"secretData": map[string]string{"OPENAI_API_KEY": "sk-live-do-not-leak-0123456789"},
+			"confzData":  "[redis]\ndb = 2\n"},
+	}
+}
+
+const tenantsPath = "/v1/namespaces/tfrs-system/tenants"

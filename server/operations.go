@@ -1,0 +1,580 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/diff"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+)
+
+// OperationKind is what an operation does to its resource.
+type OperationKind string
+
+// Operation kinds.
+const (
+	OpCreate OperationKind = "create"
+	OpUpdate OperationKind = "update"
+	OpDelete OperationKind = "delete"
+)
+
+// OperationState is where an operation is. Pending lasts only while the request that made
+// the operation checks the stack; the operation then runs or disappears.
+type OperationState string
+
+// Operation states.
+const (
+	StatePending   OperationState = "pending"
+	StateRunning   OperationState = "running"
+	StateSucceeded OperationState = "succeeded"
+	StateFailed    OperationState = "failed"
+	StateCanceled  OperationState = "canceled"
+)
+
+func (s OperationState) terminal() bool {
+	return s == StateSucceeded || s == StateFailed || s == StateCanceled
+}
+
+// ErrOperationEnded refuses to cancel an operation that already ended.
+var ErrOperationEnded = errors.New("operation already ended")
+
+// ResourceRef names an operation's resource.
+type ResourceRef struct {
+	Kind      runner.Kind `json:"kind"`
+	Namespace string      `json:"namespace,omitempty"`
+	Name      string      `json:"name"`
+	Href      string      `json:"href"`
+}
+
+// OperationResult is what a finished operation did. On failure it holds what was done before
+// the failure.
+type OperationResult struct {
+	// Changes is the structured diff of what was applied.
+	Changes *diff.Report `json:"changes,omitempty"`
+	// Outputs are the resource's stack outputs after an up; secret values are RedactedValue.
+	Outputs map[string]any `json:"outputs,omitempty"`
+}
+
+// OperationLinks are the operation's URLs.
+type OperationLinks struct {
+	Self     string `json:"self"`
+	Events   string `json:"events"`
+	Cancel   string `json:"cancel"`
+	Resource string `json:"resource"`
+}
+
+// OperationView is the JSON form of an operation.
+type OperationView struct {
+	ID              string           `json:"id"`
+	Kind            OperationKind    `json:"kind"`
+	State           OperationState   `json:"state"`
+	Resource        ResourceRef      `json:"resource"`
+	Stacks          []string         `json:"stacks"`
+	CreatedAt       time.Time        `json:"createdAt"`
+	StartedAt       time.Time        `json:"startedAt,omitzero"`
+	EndedAt         time.Time        `json:"endedAt,omitzero"`
+	CancelRequested bool             `json:"cancelRequested,omitempty"`
+	Events          int64            `json:"events"`
+	Result          *OperationResult `json:"result,omitempty"`
+	Error           *Problem         `json:"error,omitempty"`
+	Links           OperationLinks   `json:"links"`
+}
+
+// maxEventsPerOperation bounds an operation's event buffer; older events are dropped and a
+// subscriber that asks for them is told how many it missed.
+const maxEventsPerOperation = 20000
+
+type sseEvent struct {
+	seq  int64
+	name string
+	data []byte
+}
+
+// Operation is one asynchronous stack operation. Its context is the registry's, never a
+// request's: a client that disconnects leaves it running; only an explicit cancel or the
+// server's shutdown (after its grace period) ends it early.
+type Operation struct {
+	id        string
+	kind      OperationKind
+	resource  ResourceRef
+	stacks    []string // stacks held: the target's own, and a personal tenant's shared one
+	created   time.Time
+	principal string
+	requestID string
+
+	mu              sync.Mutex
+	state           OperationState
+	started, ended  time.Time
+	cancelRequested bool
+	shutdown        bool
+	cancel          context.CancelFunc
+	result          *OperationResult
+	problem         *Problem
+	events          []sseEvent
+	firstSeq        int64 // seq of events[0]
+	nextSeq         int64
+	changed         chan struct{} // closed and replaced on every new event and on the end
+}
+
+func operationPath(id string) string { return "/v1/operations/" + id }
+
+// view snapshots the operation.
+func (o *Operation) view() OperationView {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	self := operationPath(o.id)
+	return OperationView{
+		ID: o.id, Kind: o.kind, State: o.state, Resource: o.resource, Stacks: append([]string(nil), o.stacks...),
+		CreatedAt: o.created, StartedAt: o.started, EndedAt: o.ended, CancelRequested: o.cancelRequested,
+		Events: o.nextSeq - 1, Result: o.result, Error: o.problem,
+		Links: OperationLinks{Self: self, Events: self + "/events", Cancel: self + "/cancel", Resource: o.resource.Href},
+	}
+}
+
+// sink receives the engine's progress events. It must not block (the engine's event stream
+// waits for it): it only appends to the buffer and wakes subscribers.
+func (o *Operation) sink(ev engine.Event) { o.publish("progress", ev) }
+
+func (o *Operation) publish(name string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return // engine events and state records always encode
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.events = append(o.events, sseEvent{seq: o.nextSeq, name: name, data: data})
+	o.nextSeq++
+	if len(o.events) > maxEventsPerOperation {
+		drop := len(o.events) - maxEventsPerOperation
+		o.events = append([]sseEvent(nil), o.events[drop:]...)
+		o.firstSeq += int64(drop)
+	}
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// since returns the events after seq `after`, how many were dropped before them, whether the
+// operation has ended, and a channel closed on the next change.
+func (o *Operation) since(after int64) (evs []sseEvent, missed int64, done bool, changed <-chan struct{}) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	start := after + 1 - o.firstSeq
+	if start < 0 {
+		missed, start = -start, 0
+	}
+	if start < int64(len(o.events)) {
+		evs = append(evs, o.events[start:]...)
+	}
+	return evs, missed, o.state.terminal(), o.changed
+}
+
+// registry tracks operations and enforces one operation per stack in this server. The check
+// is synchronous at request time (reserve), so of two concurrent requests for one stack
+// exactly one gets an operation and the other a 409, before anything runs; the engine's own
+// per-stack slot and the backend lock still guard against other processes.
+type registry struct {
+	mu      sync.Mutex
+	ops     map[string]*Operation
+	ended   []*Operation // finished, oldest first, for pruning
+	holders map[string]*Operation
+	latest  map[string]*Operation // stack → its most recent started operation
+	closed  bool
+
+	base context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	retain int
+	ttl    time.Duration
+	log    *slog.Logger
+	m      *metrics
+}
+
+func newRegistry(retain int, ttl time.Duration, log *slog.Logger, m *metrics) *registry {
+	// Operations outlive the requests that start them, so their context is rooted here, at
+	// the server, and ended only by cancel or shutdown.
+	base, stop := context.WithCancel(context.Background())
+	return &registry{
+		ops: map[string]*Operation{}, holders: map[string]*Operation{}, latest: map[string]*Operation{},
+		base: base, stop: stop, retain: retain, ttl: ttl, log: log, m: m,
+	}
+}
+
+var reOperationID = regexp.MustCompile(`^[0-9a-f]{24}$`)
+
+func newOperationID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// reserve creates a pending operation holding the stacks, or fails with a *BusyError naming
+// the operation that holds one of them (ErrShuttingDown once the server is closing). The
+// caller either starts it or releases it.
+func (r *registry) reserve(kind OperationKind, res ResourceRef, stacks []string, principal, requestID string) (*Operation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrShuttingDown
+	}
+	for _, st := range stacks {
+		if h := r.holders[st]; h != nil {
+			return nil, &BusyError{Stack: st, Operation: h.id}
+		}
+	}
+	op := &Operation{
+		id: newOperationID(), kind: kind, resource: res, stacks: stacks, created: time.Now(),
+		principal: principal, requestID: requestID, state: StatePending, nextSeq: 1, firstSeq: 1,
+		changed: make(chan struct{}),
+	}
+	for _, st := range stacks {
+		r.holders[st] = op
+	}
+	r.ops[op.id] = op
+	r.wg.Add(1) // under mu and before closed is set: shutdown waits for it
+	r.pruneLocked(time.Now())
+	return op, nil
+}
+
+// release drops a reserved operation that never started.
+func (r *registry) release(op *Operation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op.state != StatePending {
+		return
+	}
+	r.unholdLocked(op)
+	delete(r.ops, op.id)
+	r.wg.Done()
+}
+
+func (r *registry) unholdLocked(op *Operation) {
+	for _, st := range op.stacks {
+		if r.holders[st] == op {
+			delete(r.holders, st)
+		}
+	}
+}
+
+// work is an operation's body: the runner call and whatever follows a success.
+type work func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error)
+
+// start runs a reserved operation in the background.
+func (r *registry) start(op *Operation, fn work) {
+	ctx, cancel := context.WithCancel(r.base)
+	r.mu.Lock()
+	for _, st := range op.stacks {
+		r.latest[st] = op
+	}
+	r.mu.Unlock()
+	op.mu.Lock()
+	op.state, op.started, op.cancel = StateRunning, time.Now(), cancel
+	if op.cancelRequested {
+		cancel() // canceled while its request was still checking the stack
+	}
+	op.mu.Unlock()
+	op.publish("state", map[string]OperationState{"state": StateRunning})
+	r.m.operationStarted(op.kind)
+	r.log.Info("operation started", "operation", op.id, "kind", op.kind, "resource", op.resource.Href,
+		"principal", op.principal, "requestId", op.requestID)
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		out, err := fn(ctx, op.sink)
+		r.finish(op, out, err)
+	}()
+}
+
+// finish records the outcome, frees the stacks and wakes subscribers.
+func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
+	res := &OperationResult{}
+	if out != nil {
+		res.Changes = diff.FromOutcome(out)
+		if own := out.Own(); own != nil && len(own.Outputs) > 0 {
+			res.Outputs = redactOutputs(own.Outputs)
+		}
+	}
+	state := StateSucceeded
+	var p *Problem
+	op.mu.Lock()
+	cancelRequested, shutdown := op.cancelRequested, op.shutdown
+	op.mu.Unlock()
+	if err != nil {
+		state = StateFailed
+		pr, internal := problemOf(err)
+		pr.Instance = operationPath(op.id)
+		if internal {
+			pr.ErrorID = newErrorID()
+			r.log.Error("operation failed internally", "operation", op.id, "errorId", pr.ErrorID, "err", err)
+		}
+		if errors.Is(err, engine.ErrCanceled) || errors.Is(err, context.Canceled) {
+			state = StateCanceled
+			pr = newProblem(http.StatusConflict, "canceled", "Canceled", "the operation was canceled on request; the next operation on the stack recovers anything it left pending")
+			if shutdown && !cancelRequested {
+				pr.Detail = "the server shut down before the operation ended; the next operation on the stack recovers anything it left pending"
+			}
+			pr.Instance = operationPath(op.id)
+		}
+		for _, st := range out.Steps() {
+			if st.Failed {
+				pr.FailedResources = append(pr.FailedResources, st.URN)
+			}
+		}
+		p = &pr
+	}
+	now := time.Now()
+	op.mu.Lock()
+	op.state, op.ended, op.result, op.problem = state, now, res, p
+	dur := now.Sub(op.started)
+	op.mu.Unlock()
+	op.publish("state", map[string]OperationState{"state": state})
+
+	r.mu.Lock()
+	r.unholdLocked(op)
+	r.ended = append(r.ended, op)
+	r.pruneLocked(now)
+	r.mu.Unlock()
+	r.m.operationEnded(op.kind, state, dur)
+	r.log.Info("operation ended", "operation", op.id, "kind", op.kind, "resource", op.resource.Href,
+		"state", state, "duration", dur.Round(time.Millisecond))
+}
+
+// pruneLocked forgets finished operations past the retention count or age.
+func (r *registry) pruneLocked(now time.Time) {
+	for len(r.ended) > 0 {
+		op := r.ended[0]
+		op.mu.Lock()
+		old := now.Sub(op.ended) > r.ttl
+		op.mu.Unlock()
+		if len(r.ended) <= r.retain && !old {
+			return
+		}
+		r.ended = r.ended[1:]
+		delete(r.ops, op.id)
+		for _, st := range op.stacks {
+			if r.latest[st] == op {
+				delete(r.latest, st)
+			}
+		}
+	}
+}
+
+func (r *registry) get(id string) (*Operation, error) {
+	if !reOperationID.MatchString(id) {
+		return nil, &NotFoundError{What: "operation"}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	op, ok := r.ops[id]
+	if !ok {
+		return nil, &NotFoundError{What: "operation " + id}
+	}
+	return op, nil
+}
+
+// latestFor returns the most recent operation on a stack still remembered, or nil.
+func (r *registry) latestFor(stack string) *Operation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op := r.holders[stack]; op != nil {
+		return op
+	}
+	return r.latest[stack]
+}
+
+// cancel asks a running operation to stop. The engine then interrupts the Pulumi CLI
+// gracefully; what it leaves pending is recovered by the next operation on the stack.
+func (o *Operation) requestCancel() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.state.terminal() {
+		return ErrOperationEnded
+	}
+	o.cancelRequested = true
+	if o.cancel != nil {
+		o.cancel()
+	}
+	return nil
+}
+
+// close refuses new operations; running ones go on.
+func (r *registry) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+}
+
+// wait blocks until every operation ended or ctx is done; it reports whether all ended.
+func (r *registry) wait(ctx context.Context) bool {
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// cancelAll cancels every running operation (server shutdown past its grace period).
+func (r *registry) cancelAll() {
+	r.mu.Lock()
+	for _, op := range r.ops {
+		op.mu.Lock()
+		if !op.state.terminal() {
+			op.shutdown = true
+		}
+		op.mu.Unlock()
+	}
+	r.mu.Unlock()
+	r.stop()
+}
+
+func (r *registry) running() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, op := range r.ops {
+		op.mu.Lock()
+		if !op.state.terminal() {
+			n++
+		}
+		op.mu.Unlock()
+	}
+	return n
+}
+
+// redactOutputs turns stack outputs into response values, secrets replaced.
+func redactOutputs(outs engine.Outputs) map[string]any {
+	m := make(map[string]any, len(outs))
+	for k, o := range outs {
+		if o.Secret {
+			m[k] = RedactedValue
+			continue
+		}
+		m[k] = o.Value
+	}
+	return m
+}
+
+// accepted answers 202 with the operation and its URL.
+func accepted(c echo.Context, op *Operation) error {
+	c.Response().Header().Set(echo.HeaderLocation, operationPath(op.id))
+	return c.JSON(http.StatusAccepted, op.view())
+}
+
+// getOperation: GET /v1/operations/{id}.
+func (s *Server) getOperation(c echo.Context) error {
+	op, err := s.ops.get(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, op.view())
+}
+
+// cancelOperation: POST /v1/operations/{id}/cancel. Cancel is asynchronous: 202 with the
+// operation, whose state turns canceled once the engine has stopped.
+func (s *Server) cancelOperation(c echo.Context) error {
+	op, err := s.ops.get(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := op.requestCancel(); err != nil {
+		return err
+	}
+	s.log.Info("operation cancel requested", "operation", op.id, "principal", principalOf(c), "requestId", requestIDOf(c))
+	return c.JSON(http.StatusAccepted, op.view())
+}
+
+// operationEvents: GET /v1/operations/{id}/events, Server-Sent Events. It replays the
+// operation's buffered events (after Last-Event-ID when the client reconnects), follows new
+// ones, and ends with a `done` event holding the final operation. Leaving (a client
+// disconnect, the server closing the stream at shutdown) never touches the operation.
+func (s *Server) operationEvents(c echo.Context) error {
+	op, err := s.ops.get(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	var after int64
+	if v := c.Request().Header.Get("Last-Event-ID"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+			after = n
+		}
+	}
+	ctx := c.Request().Context()
+	w := c.Response()
+	rc := http.NewResponseController(w)
+	// The stream outlives the server's read and write timeouts: lift them, and bound each
+	// write instead, so a client that stops reading cannot hold the handler forever.
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // no proxy buffering (nginx)
+	w.WriteHeader(http.StatusOK)
+	write := func(b []byte) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !write([]byte("retry: 3000\n\n")) {
+		return nil
+	}
+	heartbeat := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer heartbeat.Stop()
+	for {
+		evs, missed, done, changed := op.since(after)
+		var buf []byte
+		if missed > 0 {
+			buf = fmt.Appendf(buf, "event: gap\ndata: {\"missed\":%d}\n\n", missed)
+		}
+		for _, ev := range evs {
+			buf = fmt.Appendf(buf, "id: %d\nevent: %s\ndata: %s\n\n", ev.seq, ev.name, ev.data)
+			after = ev.seq
+		}
+		if done {
+			final, err := json.Marshal(op.view())
+			if err != nil {
+				return nil
+			}
+			buf = fmt.Appendf(buf, "event: done\ndata: %s\n\n", final)
+			write(buf)
+			return nil
+		}
+		if len(buf) > 0 && !write(buf) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-heartbeat.C:
+			if !write([]byte(": keep-alive\n\n")) {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		case <-s.closing:
+			// Shutdown after the grace period: the client reconnects elsewhere with
+			// Last-Event-ID, or reads the final state with GET.
+			write([]byte("event: shutdown\ndata: {}\n\n"))
+			return nil
+		}
+	}
+}
