@@ -1,60 +1,34 @@
 package stacks
 
 import (
-	"encoding/base64"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
-	"github.com/pulumi/pulumi/sdk/v3/go/common/tokens"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 )
 
 // registration is what the mock monitor saw for one resource.
-type registration struct {
-	Type, Name, URN, Parent, ID string
-	Deps                        []string
-	Inputs                      resource.PropertyMap
-	Custom, Read                bool
-	Retain, Protect             bool
-	Transforms                  int
-}
+type registration = pulumitest.Registration
 
 // recordingMocks records every registration of a program run under pulumi.WithMocks, for the
-// cluster and tenant program tests alike. Reads of Secrets answer with secretData (plain
-// values, encoded here as the API server would).
+// cluster, tenant and server program tests alike. Reads of Secrets answer with secretData
+// (plain values, encoded as the API server would). On top of internal/pulumitest's recording
+// it knows the programs' components and their edges.
 type recordingMocks struct {
 	stack      string // stack name, for URNs
 	prefix     string // type-token prefix of the program's components, e.g. "tfrs:tenant:"
 	secretData map[string]string
 
 	mu   sync.Mutex
-	regs []*registration
+	regs pulumitest.Registrations
 }
 
 func (m *recordingMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
-	r := &registration{Type: args.TypeToken, Name: args.Name, Inputs: args.Inputs, Custom: args.Custom}
-	state := args.Inputs
-	if rpc := args.RegisterRPC; rpc != nil {
-		r.Parent, r.Deps, r.Transforms = rpc.GetParent(), rpc.GetDependencies(), len(rpc.GetTransforms())
-		r.Retain, r.Protect = rpc.GetRetainOnDelete(), rpc.GetProtect()
-	}
-	if rpc := args.ReadRPC; rpc != nil {
-		r.Parent, r.Read, r.ID = rpc.GetParent(), true, args.ID
-		if args.TypeToken == "kubernetes:core/v1:Secret" {
-			data := resource.PropertyMap{}
-			for k, v := range m.secretData {
-				data[resource.PropertyKey(k)] = resource.NewProperty(base64.StdEncoding.EncodeToString([]byte(v)))
-			}
-			state = resource.PropertyMap{"data": resource.MakeSecret(resource.NewProperty(data))}
-		}
-	}
-	parentType := tokens.Type("")
-	if p := resource.URN(r.Parent); p != "" && p.QualifiedType() != resource.RootStackType {
-		parentType = p.QualifiedType()
-	}
-	r.URN = string(resource.NewURN(tokens.QName(m.stack), "tfrs", parentType, tokens.Type(r.Type), r.Name))
+	r, state := pulumitest.Record(args, pulumitest.DefaultProject, m.stack, m.secretData)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.regs = append(m.regs, r)
@@ -122,24 +96,7 @@ func (m *recordingMocks) edges() []GraphEdge {
 
 func (m *recordingMocks) find(t *testing.T, typ, name string) *registration {
 	t.Helper()
-	var found []*registration
-	for _, r := range m.regs {
-		if r.Type == typ && (name == "" || r.Name == name) {
-			found = append(found, r)
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("%d registrations of %s %q, want 1", len(found), typ, name)
-	}
-	return found[0]
+	return m.regs.Find(t, typ, name)
 }
 
-func (m *recordingMocks) all(typ string) []*registration {
-	var out []*registration
-	for _, r := range m.regs {
-		if r.Type == typ {
-			out = append(out, r)
-		}
-	}
-	return out
-}
+func (m *recordingMocks) all(typ string) []*registration { return m.regs.All(typ) }

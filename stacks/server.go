@@ -1,24 +1,510 @@
 package stacks
 
-// Placeholder with the contract of the server program, so the packages that call it
-// compile while the program is written (helper owning issue #6 replaces this file).
+// The server program (TFRServer): one robot's environment, Confz, init Jobs and workers, in
+// the tenant's namespace, configured entirely from the tenant stack's outputs
+// (ServerInput.Tenant) — the program reads no other stack and derives no middleware name.
+//
+// Enterprise and personal robots differ only inside components: a robot of a personal tenant
+// (Tenant.TenantType "personal") shares its job type's namespace and middleware with other
+// robots, so it gets its own PostgreSQL role and schema (db-init), bucket and MinIO user
+// (minio-init), RabbitMQ vhost and user (confz), Redis key prefix, and an AuthorizationPolicy
+// that lets only the gateway reach its API, and only for its X-TF-RobotId. Those credentials
+// are generated once per server stack (engine.Credential) and stay stable. A robot of an
+// enterprise tenant uses the tenant's own logins.
 
 import (
 	"errors"
+	"fmt"
+	"slices"
+	"sort"
 
+	k8scorev1 "k8s.io/api/core/v1"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/routing"
+	"github.com/tfrs-io/tfrs-operator/components/server"
+	"github.com/tfrs-io/tfrs-operator/components/tenant"
+	"github.com/tfrs-io/tfrs-operator/stacks/confz"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
-// ServerInput is what the server program takes.
+// Node ids of the server graph: the Pulumi names of the components and what `tfrs graph`
+// prints.
+const (
+	ServerSecret      = "secret"
+	ServerConfig      = "config"
+	ServerConfz       = "confz"
+	ServerDBInit      = "db-init"
+	ServerMinIOInit   = "minio-init"
+	ServerGrafanaSA   = "grafana-sa"
+	ServerAPIWorker   = "api-worker"
+	ServerRobotWorker = "robot-worker"
+)
+
+// serverDependsOn is the graph: secret, config and confz → the db-init, minio-init and
+// grafana-sa Jobs → the api-worker and robot-worker Deployments. The workers also wait for
+// secret, config and confz directly: they load them, and with every Job switched off
+// (spec.initJobs) that is the only ordering left.
+//
+// The Jobs are optional without taking the workers with them (unlike the cluster and tenant
+// graphs, where a missing dependency removes its dependants): serverDeps drops a Job that
+// does not run from the workers' lists.
+var serverDependsOn = map[string][]string{
+	ServerDBInit:      {ServerSecret, ServerConfig, ServerConfz},
+	ServerMinIOInit:   {ServerSecret, ServerConfig, ServerConfz},
+	ServerGrafanaSA:   {ServerSecret, ServerConfig, ServerConfz},
+	ServerAPIWorker:   {ServerSecret, ServerConfig, ServerConfz, ServerDBInit, ServerMinIOInit, ServerGrafanaSA},
+	ServerRobotWorker: {ServerSecret, ServerConfig, ServerConfz, ServerDBInit, ServerMinIOInit, ServerGrafanaSA},
+}
+
+// serverSteps is the registration order (dependencies first).
+var serverSteps = []string{
+	ServerSecret, ServerConfig, ServerConfz, ServerDBInit, ServerMinIOInit, ServerGrafanaSA, ServerAPIWorker, ServerRobotWorker,
+}
+
+// serverDeps is serverDependsOn without the Jobs in skipped.
+func serverDeps(skipped map[string]string) map[string][]string {
+	out := make(map[string][]string, len(serverDependsOn))
+	for id, deps := range serverDependsOn {
+		out[id] = slices.DeleteFunc(slices.Clone(deps), func(d string) bool { _, skip := skipped[d]; return skip })
+	}
+	return out
+}
+
+// Output keys of the server stack. Every key is always exported and none is secret (a robot's
+// credentials live in its Secrets and in the stack's credential state only).
+const (
+	ServerOutputNamespace  = "namespace"
+	ServerOutputTenantType = "tenantType"
+	ServerOutputRobotID    = "robotId"
+	ServerOutputRobotType  = "robotType"
+	// ServerOutputAPIService is the API Service's in-cluster host, read back from the created
+	// Service; it equals routing.UpstreamHost for the robot. Its port is ServerOutputAPIPort
+	// (routing.UpstreamPort).
+	ServerOutputAPIService     = "apiService"
+	ServerOutputAPIPort        = "apiPort"
+	ServerOutputAPIServiceName = "apiServiceName"
+	ServerOutputSecretName     = "secretName"
+	ServerOutputConfigMapName  = "configMapName"
+	ServerOutputConfzSecret    = "confzSecretName"
+	// ServerOutputDBSchema is the robot's schema (TFS_ROBOT__DB_SCHEMA) in a personal
+	// tenant, "" in an enterprise tenant.
+	ServerOutputDBSchema = "dbSchema"
+	// ServerOutputBucket is the robot's bucket (personal) or the tenant's (enterprise).
+	ServerOutputBucket         = "bucket"
+	ServerOutputRabbitMQVHost  = "rabbitmqVHost"
+	ServerOutputRedisKeyPrefix = "redisKeyPrefix" // "" in an enterprise tenant
+	// ServerOutputGrafanaToken is the Secret holding the robot's Grafana token ("" without
+	// the grafana-sa Job).
+	ServerOutputGrafanaToken = "grafanaTokenSecret"
+	// ServerOutputChecksum is the workers' server.ChecksumAnnotation value.
+	ServerOutputChecksum = "checksum"
+)
+
+// ServerOutputKeys lists every output key of the server stack, sorted.
+func ServerOutputKeys() []string {
+	keys := []string{
+		ServerOutputNamespace, ServerOutputTenantType, ServerOutputRobotID, ServerOutputRobotType,
+		ServerOutputAPIService, ServerOutputAPIPort, ServerOutputAPIServiceName, ServerOutputSecretName,
+		ServerOutputConfigMapName, ServerOutputConfzSecret, ServerOutputDBSchema, ServerOutputBucket,
+		ServerOutputRabbitMQVHost, ServerOutputRedisKeyPrefix, ServerOutputGrafanaToken, ServerOutputChecksum,
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Names of a personal robot's generated credentials (engine.Credential), kept in its server
+// stack's state.
+const (
+	CredentialRobotPostgresPassword = "robot-postgresql-password"
+	CredentialRobotRabbitMQPassword = "robot-rabbitmq-password"
+	CredentialRobotMinIOSecretKey   = "robot-minio-secret-key"
+)
+
+// ServerGatewayPrincipal is the ingress gateway's mTLS identity, the only caller a personal
+// robot's API admits: "<trust domain>/ns/<namespace>/sa/<service account>", with Istio's
+// default trust domain (cluster.local) and the service account the gateway chart names after
+// its release.
+const ServerGatewayPrincipal = routing.ClusterDomain + "/ns/" + cluster.IngressNamespace + "/sa/" + cluster.IngressRelease
+
+// The server image's entry contract: one image, its role picked by the arguments.
+var (
+	serverAPIArgs    = []string{"api"}
+	serverWorkerArgs = []string{"worker"}
+	serverDBInitArgs = []string{"db-init"}
+)
+
+// ServerInput is what the server program needs.
 type ServerInput struct {
+	// Server is the TFRServer; it is defaulted and validated (on a copy) before use.
 	Server *v1alpha1.TFRServer
+	// Tenant is its tenant stack's outputs (TenantOutputsFromStack on the tenant's own
+	// stack; for a personal tenant they are the job type's shared middleware).
 	Tenant TenantOutputs
-	Graph  *Graph
+	// Graph, when set, receives the components as the program registers them (see
+	// ServerGraph).
+	Graph *Graph
 }
 
 // Server is the server stack's program.
 func Server(in ServerInput) pulumi.RunFunc {
-	return func(*pulumi.Context) error { return errors.New("server program: not written yet") }
+	return func(ctx *pulumi.Context) error {
+		outputs, err := serverProgram(ctx, in)
+		if err != nil {
+			return err
+		}
+		for k, v := range outputs {
+			ctx.Export(k, v)
+		}
+		return nil
+	}
+}
+
+// ServerGraph runs the server program under Pulumi mocks (no engine, no cluster) over an
+// enterprise tenant with every component, and returns the components it registers with their
+// DependsOn edges and the Jobs spec.initJobs switches off. A personal robot has the same graph:
+// its isolation lives inside the components.
+func ServerGraph(s *v1alpha1.TFRServer) (*Graph, error) {
+	if s == nil {
+		return nil, errors.New("server graph: nil TFRServer")
+	}
+	g := &Graph{}
+	err := pulumi.RunErr(Server(ServerInput{Server: s, Tenant: graphTenant(), Graph: g}),
+		pulumi.WithMocks("tfrs", "server."+s.Name, graphMocks{}))
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// graphTenant is a stand-in for a tenant stack's outputs: an enterprise tenant with Grafana
+// and a shared cache, so every node shows.
+func graphTenant() TenantOutputs {
+	const ns = "tenant"
+	return TenantOutputs{
+		Namespace: ns, TenantType: string(v1alpha1.TenantEnterprise),
+		PostgresHost: ns + "-pg-rw", PostgresPort: tenant.PostgresPort, PostgresDatabase: ns, PostgresUser: "app_user", PostgresPassword: "placeholder",
+		RedisHost: tenant.ServiceHost(tenant.RedisService, ns), RedisPort: tenant.RedisPort, RedisPassword: "placeholder",
+		RabbitMQHost: tenant.ServiceHost(tenant.RabbitMQCluster, ns), RabbitMQPort: tenant.RabbitMQPort, RabbitMQUser: TenantRabbitMQUser,
+		RabbitMQPassword: "placeholder", RabbitMQVHost: tenant.RabbitMQDefaultVHost,
+		MinIOHost: tenant.ServiceHost(tenant.MinIOService, ns), MinIOPort: tenant.MinIOPort, MinIOAccessKey: "placeholder",
+		MinIOSecretKey: "placeholder", MinIOBucket: ns,
+		GrafanaURL: "http://" + tenant.ServiceHost(tenant.GrafanaService, ns), GrafanaAdminUser: "admin", GrafanaAdminPassword: "placeholder",
+		SharedCacheClaim: tenant.SharedCacheClaim, SharedCacheDir: v1alpha1.DefaultSharedCacheDir,
+	}
+}
+
+// serverProgram registers the components and returns the stack outputs. Everything that can
+// be wrong with the input (spec, confzData TOML, routing values, tenant outputs) is checked
+// before anything is registered.
+func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
+	if in.Server == nil {
+		return nil, errors.New("server program: nil TFRServer")
+	}
+	s := in.Server.DeepCopy()
+	s.Default()
+	if errs := s.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid TFRServer %q: %w", s.Name, errs.ToAggregate())
+	}
+	p, err := planServer(s, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	if in.Graph != nil {
+		*in.Graph = Graph{}
+	}
+	return registerServer(ctx, s, p, in.Graph)
+}
+
+// serverPlan is everything computed before anything is registered.
+type serverPlan struct {
+	robot    server.Robot
+	personal bool
+	t        TenantOutputs
+	// user is spec.confzData, parsed.
+	user map[string]any
+	// skipped are the Jobs that do not run, with why.
+	skipped     map[string]string
+	sharedCache *server.SharedCache
+}
+
+func planServer(s *v1alpha1.TFRServer, t TenantOutputs) (*serverPlan, error) {
+	p := &serverPlan{t: t, skipped: map[string]string{}}
+	switch v1alpha1.TenantType(t.TenantType) {
+	case v1alpha1.TenantEnterprise:
+	case v1alpha1.TenantPersonal:
+		p.personal = true
+	default:
+		return nil, fmt.Errorf("server %q: tenant outputs of type %q; want enterprise or personal (is the tenant stack up?)", s.Name, t.TenantType)
+	}
+	for what, v := range map[string]string{
+		"namespace": t.Namespace, "PostgreSQL host": t.PostgresHost, "PostgreSQL user": t.PostgresUser,
+		"Redis host": t.RedisHost, "RabbitMQ host": t.RabbitMQHost, "MinIO host": t.MinIOHost, "MinIO bucket": t.MinIOBucket,
+	} {
+		if v == "" {
+			return nil, fmt.Errorf("server %q: the tenant's outputs have no %s", s.Name, what)
+		}
+	}
+	if t.PostgresPort <= 0 || t.RedisPort <= 0 || t.RabbitMQPort <= 0 || t.MinIOPort <= 0 {
+		return nil, fmt.Errorf("server %q: the tenant's outputs have a middleware port <= 0", s.Name)
+	}
+	p.robot = server.Robot{Namespace: t.Namespace, ID: s.Spec.RobotID, Type: s.Spec.RobotType}
+	if err := p.robot.Validate(); err != nil {
+		return nil, fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	user, err := confz.Parse(s.Spec.ConfzData)
+	if err != nil {
+		return nil, fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	p.user = user
+	if t.SharedCacheClaim != "" {
+		if t.SharedCacheDir == "" {
+			return nil, fmt.Errorf("server %q: the tenant's shared cache %q has no directory", s.Name, t.SharedCacheClaim)
+		}
+		p.sharedCache = &server.SharedCache{Claim: t.SharedCacheClaim, Dir: t.SharedCacheDir}
+	}
+	jobs := &s.Spec.InitJobs
+	for id, on := range map[string]bool{ServerDBInit: *jobs.DBInit, ServerMinIOInit: *jobs.MinIOInit, ServerGrafanaSA: *jobs.GrafanaSA} {
+		if !on {
+			p.skipped[id] = "disabled"
+		}
+	}
+	if _, off := p.skipped[ServerGrafanaSA]; !off && t.GrafanaURL == "" {
+		p.skipped[ServerGrafanaSA] = "the tenant has no Grafana"
+	}
+	return p, nil
+}
+
+// robotCredentials are the secrets the robot's Confz and Jobs carry: a personal robot's own,
+// generated once, or an enterprise tenant's.
+type robotCredentials struct {
+	postgresUser                              string
+	postgres, rabbitmq, minioKey, minioSecret pulumi.StringOutput
+	rabbitmqUser, rabbitmqVHost, bucket       string
+}
+
+func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error) {
+	t, r := &p.t, p.robot
+	if !p.personal {
+		return &robotCredentials{
+			postgresUser: t.PostgresUser, postgres: secretOf(t.PostgresPassword),
+			rabbitmqUser: t.RabbitMQUser, rabbitmq: secretOf(t.RabbitMQPassword), rabbitmqVHost: t.RabbitMQVHost,
+			minioKey: secretOf(t.MinIOAccessKey), minioSecret: secretOf(t.MinIOSecretKey), bucket: t.MinIOBucket,
+		}, nil
+	}
+	c := &robotCredentials{
+		postgresUser: r.Schema(), rabbitmqUser: r.VHost(), rabbitmqVHost: r.VHost(),
+		minioKey: pulumi.ToSecret(pulumi.String(r.Name())).(pulumi.StringOutput), bucket: r.Bucket(),
+	}
+	for name, dst := range map[string]*pulumi.StringOutput{
+		CredentialRobotPostgresPassword: &c.postgres,
+		CredentialRobotRabbitMQPassword: &c.rabbitmq,
+		CredentialRobotMinIOSecretKey:   &c.minioSecret,
+	} {
+		v, err := engine.Credential(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		*dst = v
+	}
+	return c, nil
+}
+
+func secretOf(s SecretString) pulumi.StringOutput {
+	return pulumi.ToSecret(pulumi.String(s.Reveal())).(pulumi.StringOutput)
+}
+
+// connections is the Confz's connection info from the tenant's outputs and the robot's
+// credentials (plain values: this runs inside Apply).
+func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3Key, s3Secret string) confz.Connections {
+	t := &p.t
+	vhost := c.rabbitmqVHost
+	if vhost == tenant.RabbitMQDefaultVHost {
+		vhost = "" // as BrokerURL writes it: the seeds' "amqp://user:pass@host:5672/"
+	}
+	out := confz.Connections{
+		Postgres: confz.Postgres{Host: t.PostgresHost, Port: t.PostgresPort, User: c.postgresUser, Password: pgPassword, DBName: t.PostgresDatabase},
+		Redis:    confz.Redis{Host: t.RedisHost, Port: t.RedisPort, Password: t.RedisPassword.Reveal()},
+		RabbitMQ: confz.RabbitMQ{Host: t.RabbitMQHost, Port: t.RabbitMQPort, User: c.rabbitmqUser, Password: mqPassword, VHost: vhost},
+		COS:      confz.COS{Host: t.MinIOHost, Port: t.MinIOPort, AccessKey: s3Key, SecretKey: s3Secret, Bucket: c.bucket},
+		// The collector's OTLP endpoint ("" when the tenant has none: no [tracing]).
+		TracingEndpoint: t.OtelEndpoint,
+	}
+	if p.personal {
+		out.Postgres.Schema = p.robot.Schema()
+		out.Redis.KeyPrefix = p.robot.RedisKeyPrefix()
+	}
+	return out
+}
+
+// confzTOML renders the robot's Confz (a secret output): generated sections with
+// spec.confzData, already parsed, merged on top.
+func (p *serverPlan) confzTOML(c *robotCredentials) pulumi.StringOutput {
+	toml := pulumi.All(c.postgres, c.rabbitmq, c.minioKey, c.minioSecret).ApplyT(func(v []any) (string, error) {
+		conns := p.connections(c, v[0].(string), v[1].(string), v[2].(string), v[3].(string))
+		return confz.Encode(confz.Merge(confz.Generated(conns), p.user))
+	}).(pulumi.StringOutput)
+	return pulumi.ToSecret(toml).(pulumi.StringOutput)
+}
+
+// registerServer registers the components in serverSteps order and returns the outputs.
+func registerServer(ctx *pulumi.Context, s *v1alpha1.TFRServer, p *serverPlan, g *Graph) (pulumi.Map, error) {
+	b := &graphBuilder{graph: g, built: map[string]pulumi.Resource{}, seen: map[string]bool{}, dependsOn: serverDeps(p.skipped)}
+	creds, err := p.credentials(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spec, r, t := &s.Spec, p.robot, &p.t
+	toml := p.confzTOML(creds)
+	checksum := server.ChecksumOf(spec.SecretData, spec.ConfigData, toml)
+	pull := t.PullSecretName
+	env := map[string]string{}
+	if p.personal {
+		env[server.DBSchemaEnv] = r.Schema()
+	}
+
+	var (
+		secret    *server.Secret
+		config    *server.Config
+		cz        *server.Confz
+		grafanaSA *server.GrafanaSA
+		api       *server.APIWorker
+	)
+	pod := func(w v1alpha1.WorkloadSpec) server.Pod {
+		return server.Pod{
+			Image: spec.Image, SecretName: secret.Name, ConfigMapName: config.Name, ConfzSecretName: cz.SecretName,
+			SharedCache: p.sharedCache, Env: env, PullSecret: pull, Resources: resourceArgs(w.Resources),
+		}
+	}
+	steps := map[string]struct {
+		typ    string
+		create func(opts ...pulumi.ResourceOption) (pulumi.Resource, error)
+	}{
+		ServerSecret: {server.SecretType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			secret, err = server.NewSecret(ctx, ServerSecret, &server.EnvArgs{Robot: r, Data: spec.SecretData}, o...)
+			return secret, err
+		}},
+		ServerConfig: {server.ConfigType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			config, err = server.NewConfig(ctx, ServerConfig, &server.EnvArgs{Robot: r, Data: spec.ConfigData}, o...)
+			return config, err
+		}},
+		ServerConfz: {server.ConfzType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			args := &server.ConfzArgs{Robot: r, TOML: toml}
+			if p.personal {
+				args.Broker = &server.BrokerArgs{Cluster: tenant.RabbitMQCluster, VHost: creds.rabbitmqVHost, User: creds.rabbitmqUser, Password: creds.rabbitmq}
+			}
+			cz, err = server.NewConfz(ctx, ServerConfz, args, o...)
+			return cz, err
+		}},
+		ServerDBInit: {server.DBInitType, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+			args := &server.DBInitArgs{Robot: r, Image: spec.Image, Args: serverDBInitArgs, Confz: toml, Env: env, PullSecret: pull}
+			if p.personal {
+				args.Schema = &server.SchemaArgs{
+					Host: t.PostgresHost, Port: t.PostgresPort, Database: t.PostgresDatabase,
+					AdminUser: t.PostgresUser, AdminPassword: secretOf(t.PostgresPassword),
+					Role: r.Schema(), Password: creds.postgres,
+				}
+			}
+			return server.NewDBInit(ctx, ServerDBInit, args, o...)
+		}},
+		ServerMinIOInit: {server.MinIOInitType, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+			args := &server.MinIOInitArgs{
+				Robot: r, Host: t.MinIOHost, Port: t.MinIOPort,
+				RootUser: secretOf(t.MinIOAccessKey), RootPassword: secretOf(t.MinIOSecretKey),
+				Bucket: creds.bucket, PullSecret: pull,
+			}
+			if p.personal {
+				args.User = &server.MinIOUser{AccessKey: r.Name(), SecretKey: creds.minioSecret}
+			}
+			return server.NewMinIOInit(ctx, ServerMinIOInit, args, o...)
+		}},
+		ServerGrafanaSA: {server.GrafanaSAType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			grafanaSA, err = server.NewGrafanaSA(ctx, ServerGrafanaSA, &server.GrafanaSAArgs{
+				Robot: r, URL: t.GrafanaURL, AdminUser: t.GrafanaAdminUser, AdminPassword: secretOf(t.GrafanaAdminPassword), PullSecret: pull,
+			}, o...)
+			return grafanaSA, err
+		}},
+		ServerAPIWorker: {server.APIWorkerType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			args := &server.WorkerArgs{Robot: r, Pod: pod(spec.APIWorker), Args: serverAPIArgs, Replicas: int(*spec.APIWorker.Replicas), Checksum: checksum}
+			if p.personal {
+				args.Isolation = &server.Isolation{GatewayPrincipal: ServerGatewayPrincipal}
+			}
+			api, err = server.NewAPIWorker(ctx, ServerAPIWorker, args, o...)
+			return api, err
+		}},
+		ServerRobotWorker: {server.RobotWorkerType, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+			return server.NewRobotWorker(ctx, ServerRobotWorker, &server.WorkerArgs{
+				Robot: r, Pod: pod(spec.RobotWorker), Args: serverWorkerArgs, Replicas: int(*spec.RobotWorker.Replicas), Checksum: checksum,
+			}, o...)
+		}},
+	}
+	for _, id := range serverSteps {
+		if reason, skip := p.skipped[id]; skip {
+			// Recorded here, not by b.add: a Job that does not run must not take the workers
+			// with it (serverDeps already dropped it from their lists).
+			b.seen[id] = true
+			if g != nil {
+				g.Skipped = append(g.Skipped, GraphSkip{ID: id, Reason: reason})
+			}
+			continue
+		}
+		st := steps[id]
+		if err := b.add(id, st.typ, true, st.create); err != nil {
+			return nil, err
+		}
+	}
+	return p.outputs(secret, config, cz, api, grafanaSA, creds, checksum), nil
+}
+
+// outputs are the stack outputs: every key, none secret.
+func (p *serverPlan) outputs(secret *server.Secret, config *server.Config, cz *server.Confz, api *server.APIWorker,
+	grafanaSA *server.GrafanaSA, c *robotCredentials, checksum pulumi.StringOutput,
+) pulumi.Map {
+	r := p.robot
+	out := pulumi.Map{
+		ServerOutputNamespace:      pulumi.String(r.Namespace),
+		ServerOutputTenantType:     pulumi.String(p.t.TenantType),
+		ServerOutputRobotID:        pulumi.String(r.ID),
+		ServerOutputRobotType:      pulumi.String(r.Type),
+		ServerOutputAPIService:     api.Host,
+		ServerOutputAPIPort:        api.Port,
+		ServerOutputAPIServiceName: api.ServiceName,
+		ServerOutputSecretName:     secret.Name,
+		ServerOutputConfigMapName:  config.Name,
+		ServerOutputConfzSecret:    cz.SecretName,
+		ServerOutputDBSchema:       pulumi.String(""),
+		ServerOutputBucket:         pulumi.String(c.bucket),
+		ServerOutputRabbitMQVHost:  pulumi.String(c.rabbitmqVHost),
+		ServerOutputRedisKeyPrefix: pulumi.String(""),
+		ServerOutputGrafanaToken:   pulumi.String(""),
+		ServerOutputChecksum:       checksum,
+	}
+	if p.personal {
+		out[ServerOutputDBSchema] = pulumi.String(r.Schema())
+		out[ServerOutputRedisKeyPrefix] = pulumi.String(r.RedisKeyPrefix())
+	}
+	if grafanaSA != nil {
+		out[ServerOutputGrafanaToken] = grafanaSA.TokenSecret
+	}
+	return out
+}
+
+// resourceArgs are a container's requests and limits in the Pulumi form (nil when none).
+func resourceArgs(r k8scorev1.ResourceRequirements) *corev1.ResourceRequirementsArgs {
+	res := resources(r)
+	if len(res.Requests)+len(res.Limits) == 0 {
+		return nil
+	}
+	// A nil map would be sent as an empty one; leave the field unset instead.
+	out := &corev1.ResourceRequirementsArgs{}
+	for m, dst := range map[*map[string]string]*pulumi.StringMapInput{&res.Requests: &out.Requests, &res.Limits: &out.Limits} {
+		if len(*m) > 0 {
+			*dst = pulumi.ToStringMap(*m)
+		}
+	}
+	return out
 }

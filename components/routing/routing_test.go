@@ -1,13 +1,20 @@
-package routing
+package routing_test
 
 import (
 	"encoding/json"
 	"errors"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/routing"
+	"github.com/tfrs-io/tfrs-operator/internal/pulumitest"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
 const testAPIHost = "api.example.com"
@@ -97,11 +104,11 @@ func runFilter(t *testing.T, code string, f *fakeRequest) {
 // 400 from the routing filter ends the request.
 func runGateway(t *testing.T, f *fakeRequest) {
 	t.Helper()
-	cookie, err := CookieFilterLua(testAPIHost)
+	cookie, err := routing.CookieFilterLua(testAPIHost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, err := RoutingFilterLua(testAPIHost)
+	route, err := routing.RoutingFilterLua(testAPIHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +251,12 @@ func TestRoutingContract(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeRequest(tc.headers)
 			// A client may try to pick the upstream itself; the routing filter must drop it.
-			f.headers[HeaderUpstream] = []string{"evil.kube-system.svc.cluster.local"}
-			f.headers[HeaderUpstreamCluster] = []string{"outbound|443||kubernetes.default.svc.cluster.local"}
+			f.headers[routing.HeaderUpstream] = []string{"evil.kube-system.svc.cluster.local"}
+			f.headers[routing.HeaderUpstreamCluster] = []string{"outbound|443||kubernetes.default.svc.cluster.local"}
 			runGateway(t, f)
 
-			up, hasUp := f.get(HeaderUpstream)
-			cl, hasCl := f.get(HeaderUpstreamCluster)
+			up, hasUp := f.get(routing.HeaderUpstream)
+			cl, hasCl := f.get(routing.HeaderUpstreamCluster)
 			switch tc.want {
 			case "400":
 				if f.status != "400" {
@@ -269,13 +276,13 @@ func TestRoutingContract(t *testing.T) {
 				if f.status != "" {
 					t.Fatalf("status = %q body %s, want routed", f.status, f.body)
 				}
-				if err := Validate(tc.wantNS, tc.wantID, tc.wantTy); err != nil {
+				if err := routing.Validate(tc.wantNS, tc.wantID, tc.wantTy); err != nil {
 					t.Fatalf("Go rejects values the Lua routed: %v", err)
 				}
-				if want := UpstreamHost(tc.wantNS, tc.wantID, tc.wantTy); up != want {
+				if want := routing.UpstreamHost(tc.wantNS, tc.wantID, tc.wantTy); up != want {
 					t.Errorf("lua upstream = %q, Go UpstreamHost = %q", up, want)
 				}
-				if want := UpstreamCluster(tc.wantNS, tc.wantID, tc.wantTy); cl != want {
+				if want := routing.UpstreamCluster(tc.wantNS, tc.wantID, tc.wantTy); cl != want {
 					t.Errorf("lua cluster = %q, Go UpstreamCluster = %q", cl, want)
 				}
 				if auth, _ := f.get("authorization"); auth != tc.wantAuth {
@@ -294,7 +301,7 @@ func TestGoAndLuaAgree(t *testing.T) {
 		"ä", "a\x00", strings.Repeat("x", 63), strings.Repeat("x", 64), strings.Repeat("y", 29),
 		strings.Repeat("z", 30), "a--b", "1-2-3",
 	}
-	route, err := RoutingFilterLua(testAPIHost)
+	route, err := routing.RoutingFilterLua(testAPIHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,17 +316,17 @@ func TestGoAndLuaAgree(t *testing.T) {
 					}
 				}
 				runFilter(t, route, f)
-				goErr := Validate(ns, id, typ)
+				goErr := routing.Validate(ns, id, typ)
 				luaOK := f.status == ""
 				if luaOK != (goErr == nil) {
 					t.Errorf("ns=%q id=%q type=%q: lua routed=%v, Go error=%v", ns, id, typ, luaOK, goErr)
 				}
-				if goErr != nil && !errors.Is(goErr, ErrInvalid) {
+				if goErr != nil && !errors.Is(goErr, routing.ErrInvalid) {
 					t.Errorf("Validate error does not wrap ErrInvalid: %v", goErr)
 				}
 				if luaOK {
-					if up, _ := f.get(HeaderUpstream); up != UpstreamHost(ns, id, typ) {
-						t.Errorf("lua upstream %q != %q", up, UpstreamHost(ns, id, typ))
+					if up, _ := f.get(routing.HeaderUpstream); up != routing.UpstreamHost(ns, id, typ) {
+						t.Errorf("lua upstream %q != %q", up, routing.UpstreamHost(ns, id, typ))
 					}
 				}
 				n++
@@ -334,7 +341,7 @@ func TestGoAndLuaAgree(t *testing.T) {
 // The routing filter alone does not read cookies: that is the cookie filter's job, and the
 // cookie EnvoyFilter must therefore run first.
 func TestRoutingFilterAloneIgnoresCookies(t *testing.T) {
-	route, err := RoutingFilterLua(testAPIHost)
+	route, err := routing.RoutingFilterLua(testAPIHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,24 +356,24 @@ func TestRoutingFilterAloneIgnoresCookies(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got := RobotServiceName("r-1", "chat"); got != "chat-r-1-api" {
+	if got := routing.RobotServiceName("r-1", "chat"); got != "chat-r-1-api" {
 		t.Errorf("RobotServiceName = %q", got)
 	}
-	if got := UpstreamHost("tenant-a", "r-1", "chat"); got != "chat-r-1-api.tenant-a.svc.cluster.local" {
+	if got := routing.UpstreamHost("tenant-a", "r-1", "chat"); got != "chat-r-1-api.tenant-a.svc.cluster.local" {
 		t.Errorf("UpstreamHost = %q", got)
 	}
-	if got := UpstreamCluster("tenant-a", "r-1", "chat"); got != "outbound|80||chat-r-1-api.tenant-a.svc.cluster.local" {
+	if got := routing.UpstreamCluster("tenant-a", "r-1", "chat"); got != "outbound|80||chat-r-1-api.tenant-a.svc.cluster.local" {
 		t.Errorf("UpstreamCluster = %q", got)
 	}
 }
 
 func TestRenderRejectsBadHost(t *testing.T) {
 	for _, h := range []string{"", "API.example.com", `a"; os.exit() --`, "a..b", strings.Repeat("a.", 200) + "com"} {
-		if _, err := RoutingFilterLua(h); err == nil {
+		if _, err := routing.RoutingFilterLua(h); err == nil {
 			t.Errorf("RoutingFilterLua(%q) accepted", h)
 		}
 	}
-	code, err := CookieFilterLua("api.example.com")
+	code, err := routing.CookieFilterLua("api.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,5 +388,58 @@ func TestRenderRejectsBadHost(t *testing.T) {
 	sort.Strings(left)
 	if len(left) > 0 {
 		t.Errorf("unfilled placeholders: %v", left)
+	}
+}
+
+// TestLuaRoutesToServerService closes the loop between the gateway and the server stack: the
+// X-TF-* headers of a robot go through both Lua filters, and the upstream they pick must be
+// the in-cluster DNS name and port of the API Service that the server program (stacks.Server)
+// creates for that robot, for a robot of an enterprise and of a personal tenant.
+func TestLuaRoutesToServerService(t *testing.T) {
+	for _, tc := range []struct{ tenantType, namespace, robotID, robotType string }{
+		{"enterprise", "acme", "helper-bot", "chat"},
+		{"personal", "personal-chat", "0b0e7a5c-7d8f-4f3e-9a55-2a5d2b6c8e10", "voice"},
+	} {
+		t.Run(tc.tenantType, func(t *testing.T) {
+			srv := &v1alpha1.TFRServer{
+				ObjectMeta: metav1.ObjectMeta{Name: "robot", Namespace: "tfrs-system"},
+				Spec:       v1alpha1.TFRServerSpec{TenantRef: "t", RobotID: tc.robotID, RobotType: tc.robotType, Image: "tfrobot/server:1"},
+			}
+			m := &pulumitest.Mocks{Stack: "server.tfrs-system.robot"}
+			m.Run(t, stacks.Server(stacks.ServerInput{Server: srv, Tenant: tenantOutputs(tc.tenantType, tc.namespace)}))
+			var svc map[string]any
+			for _, r := range m.All("kubernetes:core/v1:Service") {
+				svc = pulumitest.Plain(r.Inputs)
+			}
+			if svc == nil {
+				t.Fatal("the server program created no Service")
+			}
+			meta := svc["metadata"].(map[string]any)
+			port := pulumitest.At(t, svc, "spec", "ports", 0, "port").(float64)
+			host := meta["name"].(string) + "." + meta["namespace"].(string) + ".svc." + routing.ClusterDomain
+
+			f := newFakeRequest(map[string]string{
+				":authority": testAPIHost, "X-TF-Namespace": tc.namespace, "X-TF-RobotId": tc.robotID, "X-TF-RobotType": tc.robotType,
+			})
+			runGateway(t, f)
+			if f.status != "" {
+				t.Fatalf("gateway answered %s: %s", f.status, f.body)
+			}
+			up, _ := f.get(routing.HeaderUpstream)
+			cluster, _ := f.get(routing.HeaderUpstreamCluster)
+			pulumitest.Eq(t, "lua upstream vs the Service's DNS name", up, host)
+			pulumitest.Eq(t, "lua cluster vs the Service's port", cluster, "outbound|"+strconv.Itoa(int(port))+"||"+host)
+		})
+	}
+}
+
+// tenantOutputs are a tenant stack's outputs as the server program reads them.
+func tenantOutputs(tenantType, ns string) stacks.TenantOutputs {
+	return stacks.TenantOutputs{
+		Namespace: ns, TenantType: tenantType, JobType: "chat",
+		PostgresHost: ns + "-pg-rw", PostgresPort: 5432, PostgresDatabase: ns, PostgresUser: "app_user", PostgresPassword: "pg",
+		RedisHost: "redis." + ns + ".svc.cluster.local", RedisPort: 6379, RedisPassword: "redis",
+		RabbitMQHost: "rabbitmq." + ns + ".svc.cluster.local", RabbitMQPort: 5672, RabbitMQUser: "tfrs", RabbitMQPassword: "mq", RabbitMQVHost: "/",
+		MinIOHost: "minio." + ns + ".svc.cluster.local", MinIOPort: 80, MinIOAccessKey: "root", MinIOSecretKey: "minio", MinIOBucket: ns,
 	}
 }

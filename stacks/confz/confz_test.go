@@ -17,6 +17,32 @@ func conns() Connections {
 	}
 }
 
+// personalConns are a robot of a personal tenant: its own role, schema, key prefix, vhost and
+// bucket on the shared middleware.
+func personalConns() Connections {
+	c := conns()
+	c.Postgres.User, c.Postgres.Schema = "r_chat_r_1", "r_chat_r_1"
+	c.Redis.KeyPrefix = "chat-r-1:"
+	c.RabbitMQ.User, c.RabbitMQ.VHost = "chat-r-1", "chat-r-1"
+	c.COS.AccessKey, c.COS.Bucket = "chat-r-1", "chat-r-1"
+	return c
+}
+
+func TestGeneratedPersonalSections(t *testing.T) {
+	tree := Generated(personalConns())
+	require.Equal(t, "r_chat_r_1", tree["postgresql"].(map[string]any)["schema"])
+	require.Equal(t, "chat-r-1:", tree["redis"].(map[string]any)["key_prefix"])
+	require.Equal(t, "amqp://chat-r-1:p%40ss%2Fword@rabbitmq.acme.svc.cluster.local:5672/chat-r-1", tree["celery"].(map[string]any)["broker_url"])
+	// Enterprise robots have neither key.
+	_, schema := Generated(conns())["postgresql"].(map[string]any)["schema"]
+	_, prefix := Generated(conns())["redis"].(map[string]any)["key_prefix"]
+	require.False(t, schema || prefix)
+	// No tracing endpoint, no [tracing].
+	c := conns()
+	c.TracingEndpoint = ""
+	require.NotContains(t, Generated(c), "tracing")
+}
+
 func TestGeneratedSections(t *testing.T) {
 	out, err := Render(conns(), "")
 	require.NoError(t, err)
@@ -101,20 +127,25 @@ func leaves(prefix string, m map[string]any, out map[string]any) {
 	}
 }
 
-// FuzzMerge checks the merge contract on arbitrary user TOML: every leaf the user set is in
-// the result unchanged; every generated leaf survives unless the user set that key or one of
+// FuzzMerge checks the merge contract on arbitrary user TOML, over the sections of an
+// enterprise and of a personal robot: every leaf the user set is in the result unchanged; every generated leaf survives unless the user set that key or one of
 // its ancestors to a non-table; the result is valid TOML.
 func FuzzMerge(f *testing.F) {
-	for _, s := range []string{"", "[postgresql]\nport = 1\n", "postgresql = 3\n", "[a.b.c]\nd = [1,2]\n",
-		"[redis]\nhost = \"x\"\n[[jobs]]\nname = \"a\"\n", "cos = { port = 1, extra = true }\n"} {
-		f.Add(s)
+	for i, s := range []string{"", "[postgresql]\nport = 1\n", "postgresql = 3\n", "[a.b.c]\nd = [1,2]\n",
+		"[redis]\nhost = \"x\"\n[[jobs]]\nname = \"a\"\n", "cos = { port = 1, extra = true }\n",
+		"[postgresql]\nschema = \"other\"\n[redis.key_prefix]\nx = 1\n"} {
+		f.Add(s, i%2 == 1)
 	}
-	f.Fuzz(func(t *testing.T, doc string) {
+	f.Fuzz(func(t *testing.T, doc string, personal bool) {
 		user, err := Parse(doc)
 		if err != nil {
 			return
 		}
-		gen := Generated(conns())
+		c := conns()
+		if personal {
+			c = personalConns()
+		}
+		gen := Generated(c)
 		merged := Merge(gen, user)
 		out, err := Encode(merged)
 		if err != nil {

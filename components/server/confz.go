@@ -1,0 +1,136 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// ConfzKey is the key of the Confz TOML in its Secret and the file name it is mounted as.
+const ConfzKey = "confz.toml"
+
+// ConfzArgs configure the confz component.
+type ConfzArgs struct {
+	Robot Robot
+	// TOML is the merged Confz (stacks/confz): generated connection info with spec.confzData
+	// on top. It holds passwords, so it must be a Pulumi secret.
+	TOML pulumi.StringInput
+	// Broker gives a robot of a personal tenant its own RabbitMQ vhost and user, the ones its
+	// Confz's broker_url names; nil for a robot of an enterprise tenant, which uses the
+	// tenant's.
+	Broker *BrokerArgs
+}
+
+// BrokerArgs are the robot's own RabbitMQ vhost and user, made by the messaging topology
+// operator from its custom resources.
+type BrokerArgs struct {
+	// Cluster is the tenant's RabbitmqCluster (in the robot's namespace).
+	Cluster string
+	// VHost and User name the robot's vhost and user (Robot.VHost).
+	VHost, User string
+	// Password of User (a Pulumi secret, stable across runs).
+	Password pulumi.StringInput
+}
+
+// Confz is the robot's Confz in a Secret ("{robot}-confz-<hash>", key ConfzKey) and, for a robot of
+// a personal tenant, the RabbitMQ identity it points at: a Vhost, a User whose credentials
+// the operator imports from "{robot}-rabbitmq", and a Permission of that user on that vhost
+// only. Nothing grants the user the tenant's default vhost, so robots cannot read each
+// other's queues.
+type Confz struct {
+	pulumi.ResourceState
+	children
+
+	// SecretName is the Confz Secret.
+	SecretName pulumi.StringOutput `pulumi:"secretName"`
+}
+
+// NewConfz creates the confz component.
+func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.ResourceOption) (*Confz, error) {
+	if args == nil || args.TOML == nil {
+		return nil, fmt.Errorf("confz: the TOML is required")
+	}
+	if err := args.Robot.Validate(); err != nil {
+		return nil, err
+	}
+	if b := args.Broker; b != nil && (b.Cluster == "" || b.VHost == "" || b.User == "" || b.Password == nil) {
+		return nil, fmt.Errorf("confz: the broker needs a cluster, vhost, user and password")
+	}
+	c := &Confz{}
+	if err := ctx.RegisterComponentResource(ConfzType, name, c, opts...); err != nil {
+		return nil, err
+	}
+	r := args.Robot
+	data := pulumi.StringMap{ConfzKey: pulumi.ToSecret(args.TOML).(pulumi.StringOutput)}
+	s, err := corev1.NewSecret(ctx, name+"-secret", &corev1.SecretArgs{
+		Metadata:   r.metaNamed(contentName(r.ConfzSecretBase(), data), ""),
+		Type:       pulumi.String("Opaque"),
+		StringData: data,
+	}, pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	c.keep(s)
+	if b := args.Broker; b != nil {
+		if err := c.broker(ctx, name, r, b); err != nil {
+			return nil, err
+		}
+	}
+	c.SecretName = s.Metadata.Name().Elem()
+	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"secretName": c.SecretName})
+}
+
+// broker registers the robot's vhost, user and permission.
+func (c *Confz) broker(ctx *pulumi.Context, name string, r Robot, b *BrokerArgs) error {
+	clusterRef := map[string]any{"name": b.Cluster}
+	// The keys the operator reads from an importCredentialsSecret.
+	creds, err := corev1.NewSecret(ctx, name+"-rabbitmq-credentials", &corev1.SecretArgs{
+		Metadata: r.meta(r.Name()+"-rabbitmq", ""),
+		Type:     pulumi.String("Opaque"),
+		StringData: pulumi.StringMap{
+			"username": pulumi.String(b.User),
+			"password": pulumi.ToSecret(b.Password).(pulumi.StringOutput),
+		},
+	}, pulumi.Parent(c))
+	if err != nil {
+		return err
+	}
+	custom := func(resourceName, kind string, spec pulumi.Map, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+		return apiextensions.NewCustomResource(ctx, resourceName, &apiextensions.CustomResourceArgs{
+			ApiVersion:  pulumi.String(rabbitmqV1beta1),
+			Kind:        pulumi.String(kind),
+			Metadata:    r.meta(r.Name(), ""),
+			OtherFields: map[string]any{"spec": spec},
+		}, append([]pulumi.ResourceOption{pulumi.Parent(c)}, opts...)...)
+	}
+	vhost, err := custom(name+"-vhost", "Vhost", pulumi.Map{
+		"name":                     pulumi.String(b.VHost),
+		"rabbitmqClusterReference": pulumi.ToMap(clusterRef),
+	})
+	if err != nil {
+		return err
+	}
+	user, err := custom(name+"-user", "User", pulumi.Map{
+		"tags":                     pulumi.Array{},
+		"rabbitmqClusterReference": pulumi.ToMap(clusterRef),
+		"importCredentialsSecret":  pulumi.Map{"name": creds.Metadata.Name().Elem()},
+	})
+	if err != nil {
+		return err
+	}
+	// The operator would retry a permission whose vhost or user does not exist yet; creating
+	// them first just saves the retries. Nothing flows between them, hence DependsOn.
+	perm, err := custom(name+"-permission", "Permission", pulumi.Map{
+		"vhost":                    pulumi.String(b.VHost),
+		"userReference":            pulumi.Map{"name": user.Metadata.Name().Elem()},
+		"permissions":              pulumi.Map{"configure": pulumi.String(".*"), "write": pulumi.String(".*"), "read": pulumi.String(".*")},
+		"rabbitmqClusterReference": pulumi.ToMap(clusterRef),
+	}, pulumi.DependsOn([]pulumi.Resource{vhost}))
+	if err != nil {
+		return err
+	}
+	c.keep(creds, vhost, user, perm)
+	return nil
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	batchv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/batch/v1"
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+// How the init Jobs run.
+//
+// A Job's pod template is immutable and a completed Job never runs again, so a Job is named
+// after a hash of everything it is made of: its containers (images, commands, plain env) and
+// the content of its Secret (scripts, SQL, credentials). When any input changes the name
+// changes, Pulumi replaces the Job (the new one is created, awaited, then the old one
+// deleted) and the work runs again; when nothing changes the name is the same and nothing
+// happens. pulumi-kubernetes awaits a Job until it is Complete and fails the `up` as soon as
+// the Job is Failed, with the Job's reason (BackoffLimitExceeded, DeadlineExceeded …).
+const (
+	// JobDir is where a Job's own Secret is mounted.
+	JobDir = "/tfrs-job"
+	// jobBackoffLimit retries a failing pod twice (a middleware still starting up).
+	jobBackoffLimit = 2
+	// jobDeadlineSeconds fails a stuck Job, with reason DeadlineExceeded, before Pulumi's
+	// own 10-minute await timeout would fail it without one.
+	jobDeadlineSeconds = 540
+	// nativeSidecar runs Istio's proxy as a Kubernetes native sidecar: it keeps the Job's
+	// traffic under the namespace's STRICT mTLS, yet stops when the Job's container exits,
+	// so the pod (and the Job) can complete.
+	nativeSidecar = "sidecar.istio.io/nativeSidecar"
+	// replaceUnready: a Job that failed is run again (replaced) by the next `up` even when
+	// its inputs did not change — the failure may have been a middleware that was not ready
+	// yet — instead of Pulumi waiting on the failed Job forever.
+	replaceUnready = "pulumi.com/replaceUnready"
+	// maxJobName: the Job controller copies the name into a label value (63 at most).
+	maxJobName = 63
+)
+
+// jobContainer is one container of a Job, in plain values so it can be hashed.
+type jobContainer struct {
+	Name    string            `json:"name"`
+	Image   string            `json:"image"`
+	Command []string          `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// SecretEnv maps a variable to a key of the Job's Secret.
+	SecretEnv map[string]string `json:"secretEnv,omitempty"`
+}
+
+// jobPod is a Job's pod: Init runs in order before Main. Every container has the Job's
+// Secret mounted at JobDir.
+type jobPod struct {
+	Init           []jobContainer `json:"init,omitempty"`
+	Main           jobContainer   `json:"main"`
+	ServiceAccount string         `json:"serviceAccount,omitempty"`
+	PullSecret     string         `json:"pullSecret,omitempty"`
+}
+
+// job is the Secret and Job of one init Job.
+type job struct {
+	secret *corev1.Secret
+	job    *batchv1.Job
+	// name is the Job's name (with the input hash).
+	name pulumi.StringOutput
+}
+
+// newJob registers, under parent, the Job "{robot}-<kind>-<hash>" and its Secret of the same
+// name holding files (every value a secret), mounted at JobDir. Both are content-named (see
+// contentName): a change makes a new Secret and a new Job, which runs; the old ones go once
+// it has completed. opts apply to the Job (e.g. RBAC it needs first).
+func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, kind string, pod jobPod, files map[string]pulumi.StringInput, opts ...pulumi.ResourceOption) (*job, error) {
+	if pod.Main.Image == "" {
+		return nil, fmt.Errorf("%s: an image is required", kind)
+	}
+	data := pulumi.StringMap{}
+	for k, v := range files {
+		data[k] = pulumi.ToSecret(v).(pulumi.StringOutput)
+	}
+	keys := slices.Sorted(maps.Keys(files))
+	spec, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	// The hash sees the secret values inside Apply; only the hash leaves, in the clear.
+	jobName := pulumi.Unsecret(data.ToStringMapOutput().ApplyT(func(d map[string]string) string {
+		h := fmt.Appendf(nil, "%s\x00%s\x00%s", r.Namespace, r.Name(), spec)
+		for _, k := range keys {
+			h = fmt.Appendf(h, "\x00%s\x00%s", k, d[k])
+		}
+		return jobName(r, kind, shortHash(h, contentHashLength))
+	})).(pulumi.StringOutput)
+	secret, err := corev1.NewSecret(ctx, name+"-secret", &corev1.SecretArgs{
+		Metadata:   r.metaNamed(jobName, kind),
+		Type:       pulumi.String("Opaque"),
+		StringData: data,
+	}, pulumi.Parent(parent))
+	if err != nil {
+		return nil, err
+	}
+
+	secretName := secret.Metadata.Name().Elem()
+	podSpec := &corev1.PodSpecArgs{
+		RestartPolicy:    pulumi.String("Never"),
+		ImagePullSecrets: pullSecrets(pod.PullSecret),
+		Volumes: corev1.VolumeArray{corev1.VolumeArgs{
+			Name:   pulumi.String("job"),
+			Secret: &corev1.SecretVolumeSourceArgs{SecretName: secretName},
+		}},
+		Containers: corev1.ContainerArray{pod.Main.args(secretName)},
+	}
+	if len(pod.Init) > 0 {
+		var init corev1.ContainerArray
+		for _, c := range pod.Init {
+			init = append(init, c.args(secretName))
+		}
+		podSpec.InitContainers = init
+	}
+	if pod.ServiceAccount != "" {
+		podSpec.ServiceAccountName = pulumi.String(pod.ServiceAccount)
+	} else {
+		// Only the Grafana job talks to the Kubernetes API.
+		podSpec.AutomountServiceAccountToken = pulumi.Bool(false)
+	}
+	labels := pulumi.ToStringMap(r.Labels(kind))
+	j, err := batchv1.NewJob(ctx, name+"-job", &batchv1.JobArgs{
+		Metadata: &metav1.ObjectMetaArgs{
+			Name: jobName, Namespace: pulumi.String(r.Namespace), Labels: labels,
+			Annotations: pulumi.StringMap{replaceUnready: pulumi.String("true")},
+		},
+		Spec: &batchv1.JobSpecArgs{
+			BackoffLimit:          pulumi.Int(jobBackoffLimit),
+			ActiveDeadlineSeconds: pulumi.Int(jobDeadlineSeconds),
+			Template: &corev1.PodTemplateSpecArgs{
+				Metadata: &metav1.ObjectMetaArgs{
+					Labels:      labels,
+					Annotations: pulumi.StringMap{nativeSidecar: pulumi.String("true")},
+				},
+				Spec: podSpec,
+			},
+		},
+	}, append([]pulumi.ResourceOption{pulumi.Parent(parent)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	return &job{secret: secret, job: j, name: j.Metadata.Name().Elem()}, nil
+}
+
+// jobName is "{robot}-<kind>-<hash>", with {robot} cut so the whole fits maxJobName; the
+// hash covers the robot, so a cut never makes two robots' Jobs share a name.
+func jobName(r Robot, kind, hash string) string {
+	base := r.Name()
+	if n := maxJobName - len(kind) - len(hash) - 2; len(base) > n {
+		base = base[:n]
+	}
+	return base + "-" + kind + "-" + hash
+}
+
+// args is the container's Kubernetes form, reading SecretEnv from the Job's Secret.
+func (c jobContainer) args(secret pulumi.StringInput) corev1.ContainerArgs {
+	var env corev1.EnvVarArray
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		env = append(env, corev1.EnvVarArgs{Name: pulumi.String(k), Value: pulumi.String(c.Env[k])})
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.SecretEnv)) {
+		ref := &corev1.SecretKeySelectorArgs{Name: secret, Key: pulumi.String(c.SecretEnv[k])}
+		env = append(env, corev1.EnvVarArgs{Name: pulumi.String(k), ValueFrom: &corev1.EnvVarSourceArgs{SecretKeyRef: ref}})
+	}
+	out := corev1.ContainerArgs{
+		Name:         pulumi.String(c.Name),
+		Image:        pulumi.String(c.Image),
+		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String("job"), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)}},
+	}
+	if len(env) > 0 {
+		out.Env = env
+	}
+	if len(c.Command) > 0 {
+		out.Command = pulumi.ToStringArray(c.Command)
+	}
+	if len(c.Args) > 0 {
+		out.Args = pulumi.ToStringArray(c.Args)
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+// Package server holds the components of the server stack (TFRServer): one ComponentResource
+// per node of the server graph, each with a tfrs:server:<Name> type token.
+//
+// Like the tenant components they know nothing of the TFRServer CRD, of the tenant stack or
+// of how credentials are made: the program (stacks.Server) reads the tenant's outputs,
+// generates the robot's own credentials and passes plain values and Pulumi inputs in. Every
+// secret arrives as a Pulumi secret and reaches a pod only through a Kubernetes Secret
+// (envFrom, secretKeyRef or a volume), never as a literal in a pod spec.
+//
+// Names. A robot is known in its namespace by (robotType, robotId), the pair the gateway
+// routes on, so Robot.Name, "<robotType>-<robotId>", is the "{robot}" of the seeds'
+// "{robot}-secret" and "{robot}-config" and prefixes every object of the robot: two robots in
+// a personal tenant's shared namespace can never collide, and the API Service is exactly the
+// one routing.RobotServiceName names. Objects whose data the provider treats as immutable
+// (Secrets, ConfigMaps, Jobs) end with a hash of their content; see contentName.
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/routing"
+)
+
+// Type tokens of the server components.
+const (
+	SecretType      = "tfrs:server:Secret"
+	ConfigType      = "tfrs:server:Config"
+	ConfzType       = "tfrs:server:Confz"
+	DBInitType      = "tfrs:server:DBInit"
+	MinIOInitType   = "tfrs:server:MinIOInit"
+	GrafanaSAType   = "tfrs:server:GrafanaSA"
+	APIWorkerType   = "tfrs:server:APIWorker"
+	RobotWorkerType = "tfrs:server:RobotWorker"
+)
+
+// Labels on every object of a robot. The pod selectors use LabelInstance and LabelComponent,
+// both at most 63 characters (Robot.Validate guarantees it for the instance).
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelPartOf    = "app.kubernetes.io/part-of"
+	LabelRobotID   = "tfrs.io/robot-id"
+	LabelRobotType = "tfrs.io/robot-type"
+	appName        = "tfrobot-server"
+	partOf         = "tfrs"
+)
+
+// Components as the LabelComponent value.
+const (
+	ComponentAPIWorker   = "api-worker"
+	ComponentRobotWorker = "robot-worker"
+)
+
+// API versions of the custom resources the components create.
+const (
+	istioSecurityV1 = "security.istio.io/v1"
+	rabbitmqV1beta1 = "rabbitmq.com/v1beta1"
+)
+
+// Robot identifies one robot: its namespace (the tenant's) and its routing values.
+type Robot struct {
+	Namespace, ID, Type string
+}
+
+// Validate accepts exactly the robots the gateway can route to (routing.Validate): the names
+// below are then valid DNS labels, label values, bucket names and SQL identifiers.
+func (r Robot) Validate() error {
+	if err := routing.Validate(r.Namespace, r.ID, r.Type); err != nil {
+		return fmt.Errorf("robot %s/%s: %w", r.Type, r.ID, err)
+	}
+	return nil
+}
+
+// Name is "{robot}": "<robotType>-<robotId>", at most 59 characters.
+func (r Robot) Name() string { return r.Type + "-" + r.ID }
+
+// SecretBase, ConfigMapBase and ConfzSecretBase name the robot's Secret of spec.secretData,
+// ConfigMap of spec.configData and Secret of its Confz: "{robot}-secret", "{robot}-config",
+// "{robot}-confz", each followed by a hash of its data (see contentName).
+func (r Robot) SecretBase() string { return r.Name() + "-secret" }
+
+// ConfigMapBase: see SecretBase.
+func (r Robot) ConfigMapBase() string { return r.Name() + "-config" }
+
+// ConfzSecretBase: see SecretBase.
+func (r Robot) ConfzSecretBase() string { return r.Name() + "-confz" }
+
+// APIName names the API worker's Deployment and its Service: routing.RobotServiceName, the
+// one function the gateway's Lua filter mirrors.
+func (r Robot) APIName() string { return routing.RobotServiceName(r.ID, r.Type) }
+
+// WorkerName names the robot worker's Deployment.
+func (r Robot) WorkerName() string { return r.Name() + "-worker" }
+
+// APIHost is the in-cluster host of the API Service, routing.UpstreamHost (port
+// routing.UpstreamPort).
+func (r Robot) APIHost() string { return routing.UpstreamHost(r.Namespace, r.ID, r.Type) }
+
+// Schema is the PostgreSQL schema and role of a robot of a personal tenant:
+// "r_<robotType>_<robotId>" with '-' turned into '_' (at most 61 characters, below
+// PostgreSQL's 63, and a plain identifier whatever the robot's first character is). '-' is
+// the only character turned, and robot values never hold '_', so distinct robots never share
+// a schema.
+func (r Robot) Schema() string { return "r_" + strings.ReplaceAll(r.Name(), "-", "_") }
+
+// Bucket is the MinIO bucket of a robot of a personal tenant: Name, a valid S3 bucket name.
+func (r Robot) Bucket() string { return r.Name() }
+
+// VHost is the RabbitMQ vhost and user name of a robot of a personal tenant.
+func (r Robot) VHost() string { return r.Name() }
+
+// RedisKeyPrefix prefixes every Redis key of a robot of a personal tenant.
+func (r Robot) RedisKeyPrefix() string { return r.Name() + ":" }
+
+// Labels are the labels of the robot's objects of one component ("" for objects of the robot
+// as a whole).
+func (r Robot) Labels(component string) map[string]string {
+	l := map[string]string{
+		LabelName: appName, LabelInstance: r.Name(), LabelPartOf: partOf,
+		LabelRobotID: r.ID, LabelRobotType: r.Type,
+	}
+	if component != "" {
+		l[LabelComponent] = component
+	}
+	return l
+}
+
+// selector selects the pods of one component of the robot.
+func (r Robot) selector(component string) map[string]string {
+	return map[string]string{LabelInstance: r.Name(), LabelComponent: component}
+}
+
+// meta is the metadata of one of the robot's objects.
+func (r Robot) meta(name, component string) *metav1.ObjectMetaArgs {
+	return r.metaNamed(pulumi.String(name), component)
+}
+
+// metaNamed is meta with a computed name (contentName).
+func (r Robot) metaNamed(name pulumi.StringInput, component string) *metav1.ObjectMetaArgs {
+	return &metav1.ObjectMetaArgs{
+		Name:      name,
+		Namespace: pulumi.String(r.Namespace),
+		Labels:    pulumi.ToStringMap(r.Labels(component)),
+	}
+}
+
+// children records a component's direct children: Pulumi's Go SDK attaches a child to its
+// parent asynchronously, so dependants name the children as well (see stacks' graphBuilder).
+type children struct{ list []pulumi.Resource }
+
+func (c *children) keep(rs ...pulumi.Resource) {
+	for _, r := range rs {
+		if r != nil {
+			c.list = append(c.list, r)
+		}
+	}
+}
+
+// Children are the component's direct children, for DependsOn.
+func (c *children) Children() []pulumi.Resource { return append([]pulumi.Resource(nil), c.list...) }
+
+// ChecksumAnnotation is on the pod template of both workers. Its value, Checksum, changes
+// exactly when the robot's Secret, ConfigMap or Confz change, so such a change rolls the pods
+// (envFrom is read only when a container starts) and nothing else does.
+const ChecksumAnnotation = "tfrs.io/config-checksum"
+
+// Checksum is the sha256 (hex) of the robot's secretData, configData and Confz. It is a
+// one-way hash of values that include secrets, which is safe to show (the passwords in it are
+// 32 random characters); a nil map counts as an empty one.
+func Checksum(secretData, configData map[string]string, confz string) string {
+	if secretData == nil {
+		secretData = map[string]string{}
+	}
+	if configData == nil {
+		configData = map[string]string{}
+	}
+	// encoding/json sorts map keys: the same content always gives the same bytes.
+	b, err := json.Marshal(struct {
+		Secret, Config map[string]string
+		Confz          string
+	}{secretData, configData, confz})
+	if err != nil {
+		panic("server: checksum of string maps: " + err.Error()) // cannot happen
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ChecksumOf is Checksum over the Confz output. It is computed inside Apply, on the secret
+// values, and leaves as a plain (non-secret) output: a hash reveals nothing and a secret
+// annotation would hide every pod-template diff.
+func ChecksumOf(secretData, configData map[string]string, confz pulumi.StringInput) pulumi.StringOutput {
+	sum := confz.ToStringOutput().ApplyT(func(c string) string { return Checksum(secretData, configData, c) })
+	return pulumi.Unsecret(sum).(pulumi.StringOutput)
+}
+
+// contentHashLength hex digits of a hash end content-named objects and Jobs.
+const contentHashLength = 10
+
+// contentName is "<base>-<hash of data>", computed inside Apply on the (possibly secret)
+// values and returned in the clear: a hash reveals nothing.
+//
+// Why the data is in the name: the Kubernetes provider treats a Secret's or ConfigMap's data
+// as immutable and replaces the object when it changes. Under a fixed name that replacement
+// must delete the old object before creating the new one — a window in which starting pods
+// cannot load their environment — and Pulumi then replaces every dependant that references
+// it, the Deployments included. Under a content name the new object is created first, the
+// workers are updated to it (a rolling update), and the old one is deleted last; unchanged
+// data keeps its name, so nothing happens.
+func contentName(base string, data pulumi.StringMapInput) pulumi.StringOutput {
+	name := data.ToStringMapOutput().ApplyT(func(d map[string]string) string {
+		b, err := json.Marshal(d) // sorted keys: the same data, the same name
+		if err != nil {
+			panic("server: content name of a string map: " + err.Error()) // cannot happen
+		}
+		return base + "-" + shortHash(b, contentHashLength)
+	}).(pulumi.StringOutput)
+	return pulumi.Unsecret(name).(pulumi.StringOutput)
+}
+
+// shortHash is the first n hex digits of the sha256 of b.
+func shortHash(b []byte, n int) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:n]
+}
+
+// pullSecrets is the imagePullSecrets list of a pod spec (nil without a pull Secret).
+func pullSecrets(name string) corev1.LocalObjectReferenceArray {
+	if name == "" {
+		return nil
+	}
+	return corev1.LocalObjectReferenceArray{corev1.LocalObjectReferenceArgs{Name: pulumi.String(name)}}
+}
+
+// secretStrings wraps plain values as one Pulumi secret map.
+func secretStrings(m map[string]string) pulumi.StringMapOutput {
+	return pulumi.ToSecret(pulumi.ToStringMap(m)).(pulumi.StringMapOutput)
+}
