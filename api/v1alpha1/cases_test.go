@@ -18,6 +18,7 @@ package v1alpha1
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -151,6 +152,15 @@ func validationCases() []validationCase {
 			c.Spec.Istio = ComponentSource{ChartRepo: "https://charts.example.cn/istio", LocalPath: "/charts/istio"}
 		}), fields: []string{"spec.istio"}},
 		{name: "cluster/bad-chart-repo", obj: newCluster(func(c *TFRCluster) { c.Spec.CertManager.ChartRepo = "ftp://charts.example.cn" }), fields: []string{"spec.certManager.chartRepo"}},
+		{name: "cluster/drift-off", obj: newCluster(func(c *TFRCluster) {
+			c.Spec.DriftDetection = DriftDetectionSpec{Interval: &metav1.Duration{}, AutoRemediate: true}
+		})},
+		{name: "cluster/drift-interval-too-short", obj: newCluster(func(c *TFRCluster) {
+			c.Spec.DriftDetection.Interval = &metav1.Duration{Duration: 30 * time.Second}
+		}), fields: []string{"spec.driftDetection.interval"}},
+		{name: "cluster/drift-interval-negative", obj: newCluster(func(c *TFRCluster) {
+			c.Spec.DriftDetection.Interval = &metav1.Duration{Duration: -time.Hour}
+		}), fields: []string{"spec.driftDetection.interval"}},
 		{name: "cluster/values-not-object", obj: newCluster(func(c *TFRCluster) {
 			c.Spec.IstioIngress.Values = &apiextensionsv1.JSON{Raw: []byte(`["a"]`)}
 		}), fields: []string{"spec.istioIngress.values"}},
@@ -205,6 +215,9 @@ func validationCases() []validationCase {
 		{name: "tenant/bad-retention", obj: newTenant(func(t *TFRTenant) { t.Spec.Prometheus.Retention = "15 days" }), fields: []string{"spec.prometheus.retention"}},
 		{name: "tenant/relative-cache-dir", obj: newTenant(func(t *TFRTenant) { t.Spec.SharedCache.CacheDir = "data/cache" }), fields: []string{"spec.sharedCache.cacheDir"}},
 		{name: "tenant/unknown-access-mode", obj: newTenant(func(t *TFRTenant) { t.Spec.SharedCache.AccessMode = "ReadWriteSome" }), fields: []string{"spec.sharedCache.accessMode"}},
+		{name: "tenant/drift-every-10m-remediate", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.DriftDetection = DriftDetectionSpec{Interval: &metav1.Duration{Duration: 10 * time.Minute}, AutoRemediate: true}
+		})},
 		{name: "tenant/front-too-many-replicas", obj: newTenant(func(t *TFRTenant) { t.Spec.TFRobotFront.Replicas = ptr.To[int32](101) }), fields: []string{"spec.tfrobotFront.replicas"}},
 
 		// TFRServer
@@ -233,6 +246,10 @@ func validationCases() []validationCase {
 		{name: "server/bad-config-key", obj: newServer(func(s *TFRServer) {
 			s.Spec.ConfigData = map[string]string{"openai-base-url": "x"}
 		}), fields: []string{"spec.configData"}, detail: "openai-base-url"},
+		{name: "server/drift-disabled", obj: newServer(func(s *TFRServer) { s.Spec.DriftDetection.Enabled = ptr.To(false) })},
+		{name: "server/drift-interval-too-short", obj: newServer(func(s *TFRServer) {
+			s.Spec.DriftDetection.Interval = &metav1.Duration{Duration: time.Second}
+		}), fields: []string{"spec.driftDetection.interval"}},
 		{name: "server/bad-toml", obj: newServer(func(s *TFRServer) {
 			s.Spec.ConfzData = "[postgresql]\nport = = 5432\n"
 		}), fields: []string{"spec.confzData"}, goOnly: true, detail: "line 2, column"},

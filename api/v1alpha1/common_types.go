@@ -17,6 +17,8 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,6 +222,70 @@ type StackStatus struct {
 	// (passwords, keys) never appear here; they stay encrypted in the stack state.
 	// +optional
 	Outputs map[string]string `json:"outputs,omitempty"`
+
+	// OutputsDigest is a one-way digest (truncated SHA-256) of all the outputs of the last
+	// successful up, secret ones included, so that a rotated password changes it too. Children
+	// compare it with their ParentDigest to know when what they consume has changed; it never
+	// reveals a value.
+	// +optional
+	OutputsDigest string `json:"outputsDigest,omitempty"`
+
+	// ParentDigest is the parent's OutputsDigest that the last successful up ran against
+	// (empty for a cluster). When the parent's digest moves on, the object runs up again.
+	// +optional
+	ParentDigest string `json:"parentDigest,omitempty"`
+
+	// LastHandledReconcileRequest is the value of the tfrs.io/reconcile-request annotation the
+	// operator last acted on; setting the annotation to a new value runs up once.
+	// +optional
+	LastHandledReconcileRequest string `json:"lastHandledReconcileRequest,omitempty"`
+
+	// LastDriftCheck is when the last drift check (refresh + preview) finished.
+	// +optional
+	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
+}
+
+// DriftDetectionSpec configures the periodic drift check the operator runs on a Ready object: a
+// refresh (every resource read back from the cluster) followed by a preview; whatever the
+// preview would change is drift, reported in the Drifted condition.
+type DriftDetectionSpec struct {
+	// Enabled turns the check on. Defaults to true.
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// Interval between checks, a Go duration such as "1h" or "30m". Defaults to 1h; "0s" turns
+	// the check off; otherwise at least 1m.
+	// +kubebuilder:default="1h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('1m')",message="interval must be 0s (off) or at least 1m"
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// AutoRemediate runs up when drift is found, putting the resources back as the spec says.
+	// Off by default: drift is only reported.
+	// +optional
+	AutoRemediate bool `json:"autoRemediate,omitempty"`
+}
+
+// MinDriftInterval is the shortest drift check interval besides 0 (off): each check is a
+// refresh and a preview of the whole stack.
+const MinDriftInterval = time.Minute
+
+// Period is the time between drift checks, 0 when the check is off. Unset fields take their
+// defaults.
+func (d DriftDetectionSpec) Period() time.Duration {
+	if d.Enabled != nil && !*d.Enabled {
+		return 0
+	}
+	if d.Interval == nil {
+		return DefaultDriftInterval
+	}
+	if d.Interval.Duration < 0 {
+		return 0
+	}
+	return d.Interval.Duration
 }
 
 // Condition types (kstatus).
@@ -230,6 +296,9 @@ const (
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True when progress needs a human (invalid spec, conflict, failure).
 	ConditionStalled = "Stalled"
+	// ConditionDrifted is True when the last drift check found resources that differ from
+	// what the spec makes; its message lists them (types and names, never values).
+	ConditionDrifted = "Drifted"
 )
 
 // Condition reasons.
@@ -243,4 +312,56 @@ const (
 	ReasonDependentsExist               = "DependentsExist"
 	ReasonPendingOperationNeedsDecision = "PendingOperationNeedsDecision"
 	ReasonDeleting                      = "Deleting"
+	// ReasonManagedElsewhere: the stack was created over the HTTP API or by the CLI; the
+	// operator never takes it over.
+	ReasonManagedElsewhere = "ManagedElsewhere"
+	// Reasons of the Drifted condition.
+	ReasonDriftDetected    = "DriftDetected"
+	ReasonNoDrift          = "NoDrift"
+	ReasonDriftCheckFailed = "DriftCheckFailed"
 )
+
+// Annotations the operator reads.
+const (
+	// AnnotationReconcileRequest: set it to a new value (a timestamp, say) to make the operator
+	// run up once even though nothing changed; the handled value is echoed in
+	// status.lastHandledReconcileRequest.
+	AnnotationReconcileRequest = "tfrs.io/reconcile-request"
+	// AnnotationPendingDecision resolves an interrupted create of a data-bearing resource
+	// (reason PendingOperationNeedsDecision): "adopt" takes the existing object into the stack,
+	// "forget" drops it from the stack and leaves it unmanaged. The operator removes the
+	// annotation once the decision was applied.
+	AnnotationPendingDecision = "tfrs.io/pending-decision"
+)
+
+// Pending decisions (values of AnnotationPendingDecision).
+const (
+	PendingDecisionAdopt  = "adopt"
+	PendingDecisionForget = "forget"
+)
+
+// StackObject is what every TFRS kind implements, so that code common to the three kinds (the
+// operator's reconcile core) reaches their shared spec and status parts without a type switch.
+// +kubebuilder:object:generate=false
+type StackObject interface {
+	GetStackStatus() *StackStatus
+	GetDriftDetection() DriftDetectionSpec
+}
+
+// GetStackStatus returns the shared part of the status.
+func (x *TFRCluster) GetStackStatus() *StackStatus { return &x.Status.StackStatus }
+
+// GetStackStatus returns the shared part of the status.
+func (x *TFRTenant) GetStackStatus() *StackStatus { return &x.Status.StackStatus }
+
+// GetStackStatus returns the shared part of the status.
+func (x *TFRServer) GetStackStatus() *StackStatus { return &x.Status.StackStatus }
+
+// GetDriftDetection returns spec.driftDetection.
+func (x *TFRCluster) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
+
+// GetDriftDetection returns spec.driftDetection.
+func (x *TFRTenant) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
+
+// GetDriftDetection returns spec.driftDetection.
+func (x *TFRServer) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }

@@ -17,7 +17,10 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -66,6 +69,8 @@ const (
 
 	DefaultTFRobotFrontImage = "tfrobot/tfrobot-front:latest"
 	DefaultTFRSUtilsImage    = "tfrobot/tfrs-utils:latest"
+
+	DefaultDriftInterval = time.Hour
 )
 
 // Values computed by the programs rather than stored by the API server.
@@ -94,6 +99,7 @@ func (x *TFRCluster) Default() {
 	for _, c := range []*ComponentSource{&s.CertManager, &s.Istio, &s.IstioIngress, &s.CNPGOperator, &s.MinIOOperator, &s.RabbitMQOperator} {
 		c.Default()
 	}
+	s.DriftDetection.Default()
 }
 
 // Default sets the defaults the CRD schema sets. spec.namespace is left alone: it is derived by
@@ -149,6 +155,7 @@ func (x *TFRTenant) Default() {
 	setDefault(&s.TFRobotFront.Image, DefaultTFRobotFrontImage)
 	s.TFRSUtils.AppSpec.Default()
 	setDefault(&s.TFRSUtils.Image, DefaultTFRSUtilsImage)
+	s.DriftDetection.Default()
 }
 
 // Default sets the defaults the CRD schema sets.
@@ -159,6 +166,13 @@ func (x *TFRServer) Default() {
 	setDefaultPtr(&s.InitJobs.DBInit, true)
 	setDefaultPtr(&s.InitJobs.MinIOInit, true)
 	setDefaultPtr(&s.InitJobs.GrafanaSA, true)
+	s.DriftDetection.Default()
+}
+
+// Default turns the drift check on, every DefaultDriftInterval.
+func (d *DriftDetectionSpec) Default() {
+	setDefaultPtr(&d.Enabled, true)
+	setDefaultPtr(&d.Interval, metav1.Duration{Duration: DefaultDriftInterval})
 }
 
 // Default turns the component on unless it was switched off.

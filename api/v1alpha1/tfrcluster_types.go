@@ -246,6 +246,11 @@ type TFRClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	RabbitMQOperator ComponentSource `json:"rabbitmqOperator,omitempty"`
+
+	// DriftDetection configures the periodic drift check (refresh + preview).
+	// +kubebuilder:default={}
+	// +optional
+	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
 }
 
 // TFRClusterStatus is the observed state of a TFRCluster.

@@ -105,6 +105,11 @@ type TFRServerSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	InitJobs InitJobs `json:"initJobs,omitempty"`
+
+	// DriftDetection configures the periodic drift check (refresh + preview).
+	// +kubebuilder:default={}
+	// +optional
+	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
 }
 
 // TFRServerStatus is the observed state of a TFRServer.

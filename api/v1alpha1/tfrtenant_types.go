@@ -455,6 +455,11 @@ type TFRTenantSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	TFRSUtils TFRSUtilsSpec `json:"tfrsUtils,omitempty"`
+
+	// DriftDetection configures the periodic drift check (refresh + preview).
+	// +kubebuilder:default={}
+	// +optional
+	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
 }
 
 // TFRTenantStatus is the observed state of a TFRTenant.

@@ -167,6 +167,7 @@ func (x *TFRCluster) Validate() field.ErrorList {
 	} {
 		errs = append(errs, validateComponentSource(p.Child(cs.name), cs.src)...)
 	}
+	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
 	return errs
 }
 
@@ -268,6 +269,7 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	up := p.Child("tfrsUtils")
 	errs = append(errs, validateWorkload(up, &s.TFRSUtils.WorkloadSpec)...)
 	errs = append(errs, image(up.Child("image"), s.TFRSUtils.Image, optional)...)
+	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
 	return errs
 }
 
@@ -309,7 +311,19 @@ func (x *TFRServer) Validate() field.ErrorList {
 	} else if err := CheckTOML(s.ConfzData); err != nil {
 		errs = append(errs, field.Invalid(cp, field.OmitValueType{}, err.Error()))
 	}
+	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
 	return errs
+}
+
+// validateDriftDetection mirrors the CEL rule of interval: 0s (off) or at least MinDriftInterval.
+func validateDriftDetection(p *field.Path, d *DriftDetectionSpec) field.ErrorList {
+	if d.Interval == nil {
+		return nil
+	}
+	if v := d.Interval.Duration; v != 0 && v < MinDriftInterval {
+		return field.ErrorList{field.Invalid(p.Child("interval"), d.Interval.Duration.String(), "interval must be 0s (off) or at least 1m")}
+	}
+	return nil
 }
 
 // ValidateUpdate is Validate plus the immutability rules: tenantRef, robotId and robotType

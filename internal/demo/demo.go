@@ -96,30 +96,41 @@ func (s *Story) ApplyCluster(ctx context.Context) error {
 	if err := s.kubectlIn(ctx, secret, "apply", "-f", "-"); err != nil {
 		return err
 	}
-	doc, err := s.ClusterDocument()
+	f, err := s.Example("cluster.yaml")
 	if err != nil {
 		return err
 	}
-	if err := s.kubectlIn(ctx, string(doc), "apply", "-f", "-"); err != nil {
+	if err := s.kubectl(ctx, "apply", "-f", f); err != nil {
 		return err
 	}
 	return s.kubectl(ctx, "wait", "--for=condition=Ready", "tfrcluster/"+ClusterName, "--timeout="+s.wait().String())
 }
 
-// ClusterDocument is examples/dev/cluster.yaml with ${TFRS_STANDINS} filled in.
-func (s *Story) ClusterDocument() ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(s.Root, "examples", "dev", "cluster.yaml"))
+// Example writes examples/dev/<name> with ${TFRS_STANDINS} replaced by the absolute path of
+// stacks/testdata (the offline stand-ins) into the environment's directory and returns its
+// path: the files the demo hands to kubectl, curl and tfrs.
+func (s *Story) Example(name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(s.Root, "examples", "dev", name))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	standins := filepath.Join(s.Root, "stacks", "testdata", "cluster")
-	return []byte(strings.ReplaceAll(string(b), "${TFRS_STANDINS}", standins)), nil
+	doc := strings.ReplaceAll(string(b), "${TFRS_STANDINS}", filepath.Join(s.Root, "stacks", "testdata"))
+	dir := filepath.Join(s.Env.Dir, "examples")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name)
+	return out, os.WriteFile(out, []byte(doc), 0o600)
 }
 
-// PostTenant POSTs examples/tenant-enterprise.yaml (as JSON) to the HTTP API, follows the
-// operation's event stream to its end and checks the operation succeeded.
+// PostTenant POSTs examples/dev/tenant-enterprise.yaml (as JSON) to the HTTP API, follows
+// the operation's event stream to its end and checks the operation succeeded.
 func (s *Story) PostTenant(ctx context.Context) error {
-	y, err := os.ReadFile(filepath.Join(s.Root, "examples", "tenant-enterprise.yaml"))
+	f, err := s.Example("tenant-enterprise.yaml")
+	if err != nil {
+		return err
+	}
+	y, err := os.ReadFile(f)
 	if err != nil {
 		return err
 	}
@@ -208,7 +219,11 @@ func (s *Story) ApplyServer(ctx context.Context) error {
 
 // UpPersonal runs `tfrs up -f examples/dev/personal.yaml` against the same state.
 func (s *Story) UpPersonal(ctx context.Context) error {
-	return s.tfrs(ctx, "up", "-f", filepath.Join(s.Root, "examples", "dev", "personal.yaml"))
+	f, err := s.Example("personal.yaml")
+	if err != nil {
+		return err
+	}
+	return s.tfrs(ctx, "up", "-f", f)
 }
 
 // Show prints the CRs with their printer columns, the HTTP tenant, and the tenant's graph.
@@ -280,7 +295,11 @@ func MaskTOML(toml string) string {
 
 // PreviewEdit changes one robot's configData in a copy of the personal file and previews it.
 func (s *Story) PreviewEdit(ctx context.Context) error {
-	b, err := os.ReadFile(filepath.Join(s.Root, "examples", "dev", "personal.yaml"))
+	orig, err := s.Example("personal.yaml")
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(orig)
 	if err != nil {
 		return err
 	}
@@ -300,10 +319,10 @@ func (s *Story) Where() {
   source %s          # KUBECONFIG, TFRS_STATE_DIR, TFRS_PASSPHRASE_FILE, TFRS_API_URL, TFRS_API_TOKEN
   kubectl get tfrc,tfrt,tfrsv -A
   curl -H "Authorization: Bearer $TFRS_API_TOKEN" $TFRS_API_URL/v1/namespaces/%s/tenants
-  %s preview -f examples/dev/personal.yaml -o markdown
+  %s preview -f %s -o markdown
   kubectl get pods -n %s          # the enterprise tenant's middleware and robot
   kubectl get pods -n personal-chat  # the personal job type's shared middleware and robots
-`, s.Env.EnvFile, Namespace, s.TFRS, EnterpriseTenant)
+`, s.Env.EnvFile, Namespace, s.TFRS, filepath.Join(s.Env.Dir, "examples", "personal.yaml"), EnterpriseTenant)
 }
 
 func (s *Story) api(ctx context.Context, method, url string, body []byte) (*http.Response, error) {

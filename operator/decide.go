@@ -1,0 +1,192 @@
+package operator
+
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+)
+
+// action is what a reconcile does after looking at an object that has no operation running.
+type action int
+
+const (
+	// actNone: the stack already matches the spec and nothing it depends on moved. No engine
+	// operation runs; the object is looked at again after verdict.After.
+	actNone action = iota
+	// actUp starts an up.
+	actUp
+	// actDriftCheck starts a refresh followed by a preview.
+	actDriftCheck
+	// actBackoff: the last attempt failed; the next one waits until verdict.After has passed.
+	actBackoff
+	// actWaitParent: an up is due but a parent custom resource is not Ready yet.
+	actWaitParent
+)
+
+func (a action) String() string {
+	switch a {
+	case actUp:
+		return "up"
+	case actDriftCheck:
+		return "drift-check"
+	case actBackoff:
+		return "backoff"
+	case actWaitParent:
+		return "wait-for-parent"
+	default:
+		return "none"
+	}
+}
+
+// Why an up runs; recorded in the stack history message and the Progressing event.
+const (
+	whyFirst   = "first up"
+	whySpec    = "spec changed"
+	whyRetry   = "retry"
+	whyRequest = "reconcile requested"
+	whyParent  = "parent outputs changed"
+	whyDrift   = "drift remediation"
+)
+
+// facts are everything a decision depends on, gathered by the core from the object, its
+// parents' custom resources and the in-memory failure count. decide is a pure function of them.
+type facts struct {
+	Now        time.Time
+	Generation int64
+	Status     *v1alpha1.StackStatus
+	// Request is the tfrs.io/reconcile-request annotation ("" when absent).
+	Request string
+	// ParentDigest combines the OutputsDigest of everything the object consumes; ParentKnown
+	// is false when it could not be read this time (no decision is taken on it then).
+	ParentDigest string
+	ParentKnown  bool
+	// ParentWaiting, when set, says which parent custom resource is not Ready.
+	ParentWaiting string
+	Drift         v1alpha1.DriftDetectionSpec
+	// Failures counts the consecutive failed attempts of this object (in memory: a restart
+	// starts over, which only means one early retry).
+	Failures int
+}
+
+// timing holds the intervals decisions use (see Options for their meaning).
+type timing struct {
+	Resync, ParentPoll, BackoffBase, BackoffMax time.Duration
+}
+
+// backoff is the wait before attempt n+1 after n consecutive failures: base·2^(n-1), capped.
+func (t timing) backoff(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := t.BackoffBase
+	for i := 1; i < n && d < t.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, t.BackoffMax)
+}
+
+// verdict is a decision: what to do, why, and when to look again.
+type verdict struct {
+	Action action
+	Why    string
+	After  time.Duration
+}
+
+// decide says whether the object needs an engine operation now. An up runs only when
+//   - the spec changed (metadata.generation moved past status.observedGeneration),
+//   - the last up of this generation did not succeed (retried with capped exponential backoff),
+//   - the reconcile-request annotation has a value not handled yet,
+//   - a parent's outputs changed (its digest differs from the one the last up ran against),
+//   - drift was found and autoRemediate is on;
+//
+// a drift check runs when its interval has passed since the last check or up. Anything else —
+// in particular a periodic resync of an unchanged object — runs nothing.
+func decide(f facts, t timing) verdict {
+	st := f.Status
+	why, backoff := "", time.Duration(0)
+	switch {
+	case f.Request != "" && f.Request != st.LastHandledReconcileRequest:
+		why = whyRequest // a human asked: no backoff
+	case st.ObservedGeneration != f.Generation:
+		why = whySpec
+		if st.ObservedGeneration == 0 {
+			why = whyFirst // also after a restart that cut the first up short
+		}
+	case !converged(st, f.Generation):
+		why = whyRetry
+		wait := t.backoff(f.Failures)
+		if readyReason(st) == v1alpha1.ReasonWaitingForParent {
+			wait = t.ParentPoll // not a failure: look again at the parent's pace
+		}
+		if last := finishedAt(st); !last.IsZero() {
+			if rest := wait - f.Now.Sub(last); rest > 0 {
+				backoff = rest
+			}
+		}
+	case f.ParentKnown && f.ParentDigest != st.ParentDigest:
+		why = whyParent
+	case isTrue(st, v1alpha1.ConditionDrifted) && f.Drift.AutoRemediate:
+		why = whyDrift
+	}
+	if why != "" {
+		switch {
+		case f.ParentWaiting != "":
+			return verdict{Action: actWaitParent, Why: f.ParentWaiting, After: t.ParentPoll}
+		case backoff > 0:
+			return verdict{Action: actBackoff, Why: why, After: backoff}
+		default:
+			return verdict{Action: actUp, Why: why}
+		}
+	}
+	if period := f.Drift.Period(); period > 0 && f.ParentWaiting == "" {
+		due := driftBaseline(st).Add(period)
+		if !f.Now.Before(due) {
+			return verdict{Action: actDriftCheck, Why: "drift check due"}
+		}
+		return verdict{Action: actNone, After: min(due.Sub(f.Now), t.Resync)}
+	}
+	return verdict{Action: actNone, After: t.Resync}
+}
+
+// converged: the last up of the current generation succeeded.
+func converged(st *v1alpha1.StackStatus, gen int64) bool {
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == gen
+}
+
+func readyReason(st *v1alpha1.StackStatus) string {
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+func isTrue(st *v1alpha1.StackStatus, typ string) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, typ)
+}
+
+// finishedAt is when the last operation ended (zero when none did).
+func finishedAt(st *v1alpha1.StackStatus) time.Time {
+	if op := st.LastOperation; op != nil && op.FinishedAt != nil {
+		return op.FinishedAt.Time
+	}
+	return time.Time{}
+}
+
+// driftBaseline is when the stack was last known to match: the later of the last drift check
+// and the end of the last successful up (which puts everything back anyway).
+func driftBaseline(st *v1alpha1.StackStatus) time.Time {
+	var t time.Time
+	if st.LastDriftCheck != nil {
+		t = st.LastDriftCheck.Time
+	}
+	if op := st.LastOperation; op != nil && op.Kind == v1alpha1.OperationUp && op.Result == v1alpha1.OperationSucceeded {
+		if end := finishedAt(st); end.After(t) {
+			t = end
+		}
+	}
+	return t
+}
