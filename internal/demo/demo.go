@@ -85,11 +85,16 @@ func (s *Story) Run(ctx context.Context) error {
 
 func (s *Story) say(format string, args ...any) { fmt.Fprintf(s.Out, format, args...) }
 
-// ApplyCluster creates the registry password Secret the example refers to, then applies the
-// stand-in TFRCluster and waits for Ready.
+// ApplyCluster creates the namespace of the demo's CRs and the registry password Secret the
+// example refers to, then applies the stand-in TFRCluster and waits for Ready.
 func (s *Story) ApplyCluster(ctx context.Context) error {
 	pass := make([]byte, 12)
 	if _, err := rand.Read(pass); err != nil {
+		return err
+	}
+	// The namespace the tenant and server CRs live in (tenants deploy into their own).
+	ns := fmt.Sprintf(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":%q}}`, Namespace)
+	if err := s.kubectlIn(ctx, ns, "apply", "-f", "-"); err != nil {
 		return err
 	}
 	secret := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"tfrobot-registry","namespace":"default"},"stringData":{"password":%q}}`, hex.EncodeToString(pass))
@@ -341,7 +346,9 @@ func (s *Story) api(ctx context.Context, method, url string, body []byte) (*http
 	return http.DefaultClient.Do(req)
 }
 
-func (s *Story) kubectl(ctx context.Context, args ...string) error { return s.kubectlIn(ctx, "", args...) }
+func (s *Story) kubectl(ctx context.Context, args ...string) error {
+	return s.kubectlIn(ctx, "", args...)
+}
 
 func (s *Story) kubectlIn(ctx context.Context, stdin string, args ...string) error {
 	s.say("$ kubectl %s\n", strings.Join(args, " "))

@@ -18,6 +18,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/operator"
@@ -135,7 +138,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
-	if err := e.startOperator(runCtx, o, runOpts); err != nil {
+	if err := e.startOperator(runCtx, o, runOpts, log); err != nil {
 		return nil, err
 	}
 	if err := e.startAPI(runCtx, o, log); err != nil {
@@ -147,7 +150,9 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	return e, nil
 }
 
-func (e *Env) startOperator(ctx context.Context, o Options, run runner.Options) error {
+func (e *Env) startOperator(ctx context.Context, o Options, run runner.Options, log *slog.Logger) error {
+	// controller-runtime logs through its global logger: into the dev log, like the rest.
+	crlog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	mgr, err := operator.NewManager(e.CP.RESTConfig, operator.ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0"})
 	if err != nil {
 		return err

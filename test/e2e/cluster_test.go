@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
@@ -17,25 +17,7 @@ import (
 // standInCluster is a TFRCluster whose every source points at the project's own offline
 // stand-ins (stacks/testdata/cluster), as the README describes.
 func standInCluster(t *testing.T) *v1alpha1.TFRCluster {
-	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "cluster"))
-	require.NoError(t, err)
-	tc := &v1alpha1.TFRCluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e"},
-		Spec: v1alpha1.TFRClusterSpec{
-			Domain:  "tfrobot.test",
-			Ingress: v1alpha1.IngressSpec{Mode: v1alpha1.IngressNodePort},
-			ImageRegistry: &v1alpha1.ImageRegistrySpec{Credentials: &v1alpha1.RegistryCredentials{
-				Name: "tfrobot", Server: "registry.example.com", Username: "robot", Password: "registry-pass-e2e",
-			}},
-		},
-	}
-	tc.Spec.CertManager.LocalPath = filepath.Join(root, "charts", "cert-manager")
-	tc.Spec.Istio.LocalPath = filepath.Join(root, "charts", "istio")
-	tc.Spec.IstioIngress.LocalPath = filepath.Join(root, "charts", "gateway")
-	tc.Spec.MinIOOperator.LocalPath = filepath.Join(root, "charts", "minio-operator")
-	tc.Spec.CNPGOperator.LocalPath = filepath.Join(root, "manifests", "cnpg.yaml")
-	tc.Spec.RabbitMQOperator.LocalPath = filepath.Join(root, "manifests", "rabbitmq")
-	tc.Default()
+	tc := testenv.StandInCluster("e2e")
 	require.Empty(t, tc.Validate())
 	return tc
 }

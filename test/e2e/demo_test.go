@@ -63,7 +63,7 @@ func TestDemoStory(t *testing.T) {
 	// The Confz is generated from the tenant's real connection info, merged with the user's.
 	toml, err := story.Confz(ctx, demo.Namespace, demo.EnterpriseServer)
 	require.NoError(t, err)
-	require.Contains(t, toml, `host = "acme-pg-rw"`)
+	require.Contains(t, toml, `host = 'acme-pg-rw'`)
 	require.Contains(t, toml, "db = 2", "the example's confzData override wins")
 	require.Contains(t, toml, "default_model", "user-only keys are kept")
 	masked := demo.MaskTOML(toml)
@@ -245,7 +245,7 @@ func passwordIn(toml string) string {
 			in = l == "[postgresql]"
 		}
 		if in && strings.HasPrefix(l, "password") {
-			return strings.Trim(strings.TrimSpace(l[strings.Index(l, "=")+1:]), `"`)
+			return strings.Trim(strings.TrimSpace(l[strings.Index(l, "=")+1:]), `"'`)
 		}
 	}
 	return "\x00no-password-found"

@@ -20,6 +20,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 	"github.com/tfrs-io/tfrs-operator/components/server"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
@@ -181,8 +182,7 @@ func upPersonalTenant(ctx context.Context, eng *engine.Engine, tt *v1alpha1.TFRT
 // serverTenant is a tenant of the stand-in cluster with what servers use and nothing else.
 func serverTenant(t *testing.T, cluster, name string, typ v1alpha1.TenantType) *v1alpha1.TFRTenant {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
-	require.NoError(t, err)
+	root := filepath.Join(testenv.StandIns("tenant"), "charts")
 	tt := &v1alpha1.TFRTenant{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tfrs-system"},
 		Spec:       v1alpha1.TFRTenantSpec{ClusterRef: cluster, Type: typ},
