@@ -203,16 +203,9 @@ func (h resources) create(c echo.Context) error {
 	if st != nil {
 		return &ExistsError{What: r.String(), ManagedBy: st.ManagedBy}
 	}
-	if err := h.s.checkParent(ctx, t); err != nil {
+	if err := h.startUp(c, op, t, obj, nil); err != nil {
 		return err
 	}
-	if rec, err = newRecord(h.k, obj, t, nil, time.Now()); err != nil {
-		return err
-	}
-	if err := h.s.specs.Put(ctx, rec); err != nil {
-		return err
-	}
-	h.s.ops.start(op, h.s.upWork(obj, op))
 	started = true
 	return accepted(c, op)
 }
@@ -256,19 +249,29 @@ func (h resources) update(c echo.Context) error {
 	if st != nil && st.ManagedBy == engine.ManagedByOperator {
 		return &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
 	}
+	if err := h.startUp(c, op, t, obj, rec); err != nil {
+		return err
+	}
+	started = true
+	return accepted(c, op)
+}
+
+// startUp is what create and update share once the request is accepted: the parent must be
+// ready, the spec is stored (over prev, for an update), and the reserved operation starts.
+func (h resources) startUp(c echo.Context, op *Operation, t runner.Target, obj runner.Object, prev *Record) error {
+	ctx := c.Request().Context()
 	if err := h.s.checkParent(ctx, t); err != nil {
 		return err
 	}
-	next, err := newRecord(h.k, obj, t, rec, time.Now())
+	rec, err := newRecord(h.k, obj, t, prev, time.Now())
 	if err != nil {
 		return err
 	}
-	if err := h.s.specs.Put(ctx, next); err != nil {
+	if err := h.s.specs.Put(ctx, rec); err != nil {
 		return err
 	}
 	h.s.ops.start(op, h.s.upWork(obj, op))
-	started = true
-	return accepted(c, op)
+	return nil
 }
 
 // remove: DELETE on a resource. The stacks are destroyed under the spec's deletion policy and

@@ -6,6 +6,8 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // ConfzKey is the key of the Confz TOML in its Secret and the file name it is mounted as.
@@ -41,7 +43,7 @@ type BrokerArgs struct {
 // other's queues.
 type Confz struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// SecretName is the Confz Secret.
 	SecretName pulumi.StringOutput `pulumi:"secretName"`
@@ -72,7 +74,7 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
-	c.keep(s)
+	c.Keep(s)
 	if b := args.Broker; b != nil {
 		if err := c.broker(ctx, name, r, b); err != nil {
 			return nil, err
@@ -131,6 +133,6 @@ func (c *Confz) broker(ctx *pulumi.Context, name string, r Robot, b *BrokerArgs)
 	if err != nil {
 		return err
 	}
-	c.keep(creds, vhost, user, perm)
+	c.Keep(creds, vhost, user, perm)
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Default images of the init Jobs' helper containers. Each Job's args can name another (a
@@ -61,7 +63,7 @@ type SchemaArgs struct {
 // DBInit is the robot's database initialisation Job (see job.go for when it runs).
 type DBInit struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// JobName is the current Job ("{robot}-db-init-<hash>").
 	JobName pulumi.StringOutput `pulumi:"jobName"`
@@ -115,7 +117,7 @@ func NewDBInit(ctx *pulumi.Context, name string, args *DBInitArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	c.keep(j.secret, j.job)
+	c.Keep(j.secret, j.job)
 	c.JobName = j.name
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"jobName": c.JobName})
 }

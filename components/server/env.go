@@ -5,6 +5,8 @@ import (
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // EnvArgs configure the secret and config components: the robot's environment variables
@@ -20,7 +22,7 @@ type EnvArgs struct {
 // the pod from starting.
 type envSource struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Name of the Secret or ConfigMap (an output, so the workers wait for it).
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -90,7 +92,7 @@ func registerEnvSource(ctx *pulumi.Context, typ, name string, args *EnvArgs, c *
 	if err != nil {
 		return err
 	}
-	c.keep(obj)
+	c.Keep(obj)
 	c.Name = objName
 	return ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }

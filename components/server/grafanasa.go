@@ -7,6 +7,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 //go:embed scripts/grafana-sa.sh
@@ -36,7 +38,7 @@ type GrafanaSAArgs struct {
 // one Secret; Pulumi manages only the Secret's "url", so it never overwrites the token.
 type GrafanaSA struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	TokenSecret pulumi.StringOutput `pulumi:"tokenSecret"`
 	JobName     pulumi.StringOutput `pulumi:"jobName"`
@@ -120,7 +122,7 @@ func NewGrafanaSA(ctx *pulumi.Context, name string, args *GrafanaSAArgs, opts ..
 	if err != nil {
 		return nil, err
 	}
-	c.keep(token, sa, rl, rb, j.secret, j.job)
+	c.Keep(token, sa, rl, rb, j.secret, j.job)
 	c.TokenSecret = token.Metadata.Name().Elem()
 	c.JobName = j.name
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"tokenSecret": c.TokenSecret, "jobName": c.JobName})

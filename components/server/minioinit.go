@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 //go:embed scripts/minio-init.sh
@@ -41,7 +43,7 @@ type MinIOUser struct {
 // robot, its user and policy.
 type MinIOInit struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	JobName pulumi.StringOutput `pulumi:"jobName"`
 }
@@ -89,7 +91,7 @@ func NewMinIOInit(ctx *pulumi.Context, name string, args *MinIOInitArgs, opts ..
 	if err != nil {
 		return nil, err
 	}
-	c.keep(j.secret, j.job)
+	c.Keep(j.secret, j.job)
 	c.JobName = j.name
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"jobName": c.JobName})
 }

@@ -153,21 +153,6 @@ func (r Robot) metaNamed(name pulumi.StringInput, component string) *metav1.Obje
 	}
 }
 
-// children records a component's direct children: Pulumi's Go SDK attaches a child to its
-// parent asynchronously, so dependants name the children as well (see stacks' graphBuilder).
-type children struct{ list []pulumi.Resource }
-
-func (c *children) keep(rs ...pulumi.Resource) {
-	for _, r := range rs {
-		if r != nil {
-			c.list = append(c.list, r)
-		}
-	}
-}
-
-// Children are the component's direct children, for DependsOn.
-func (c *children) Children() []pulumi.Resource { return append([]pulumi.Resource(nil), c.list...) }
-
 // ChecksumAnnotation is on the pod template of both workers. Its value, Checksum, changes
 // exactly when the robot's Secret, ConfigMap or Confz change, so such a change rolls the pods
 // (envFrom is read only when a container starts) and nothing else does.

@@ -9,6 +9,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
 
@@ -56,7 +57,7 @@ func (a *WorkerArgs) validate(what string) error {
 // named Robot.APIName, and for a personal robot its AuthorizationPolicy.
 type APIWorker struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	DeploymentName pulumi.StringOutput `pulumi:"deploymentName"`
 	ServiceName    pulumi.StringOutput `pulumi:"serviceName"`
@@ -95,13 +96,13 @@ func NewAPIWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...pu
 	if err != nil {
 		return nil, err
 	}
-	c.keep(dep, svc)
+	c.Keep(dep, svc)
 	if iso := args.Isolation; iso != nil {
 		ap, err := newIsolationPolicy(ctx, c, name+"-authorization-policy", r, iso)
 		if err != nil {
 			return nil, err
 		}
-		c.keep(ap)
+		c.Keep(ap)
 	}
 	c.DeploymentName = dep.Metadata.Name().Elem()
 	c.ServiceName = svc.Metadata.Name().Elem()
@@ -117,7 +118,7 @@ func NewAPIWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...pu
 // RobotWorker runs the robot's tasks: one Deployment, no Service.
 type RobotWorker struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	DeploymentName pulumi.StringOutput `pulumi:"deploymentName"`
 }
@@ -135,7 +136,7 @@ func NewRobotWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...
 	if err != nil {
 		return nil, err
 	}
-	c.keep(dep)
+	c.Keep(dep)
 	c.DeploymentName = dep.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"deploymentName": c.DeploymentName})
 }

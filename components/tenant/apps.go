@@ -6,6 +6,8 @@ import (
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and ports of the tenant's TFRobot applications.
@@ -35,7 +37,7 @@ func (a *AppArgs) validate(what string) error {
 // TFRobotFront is the TFRobot web front end: a Deployment and its Service.
 type TFRobotFront struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// URL is "http://tfrobot-front.<namespace>.svc.cluster.local".
 	URL pulumi.StringOutput `pulumi:"url"`
@@ -62,7 +64,7 @@ func NewTFRobotFront(ctx *pulumi.Context, name string, args *AppArgs, opts ...pu
 	if err != nil {
 		return nil, err
 	}
-	c.keep(dep, svc)
+	c.Keep(dep, svc)
 	c.URL = hostOf(TFRobotFrontService, args.Namespace).ApplyT(func(h string) string {
 		if TFRobotFrontPort == 80 {
 			return "http://" + h
@@ -75,7 +77,7 @@ func NewTFRobotFront(ctx *pulumi.Context, name string, args *AppArgs, opts ...pu
 // TFRSUtils is the TFRS utilities workload (no Service: nothing calls it).
 type TFRSUtils struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Name of the Deployment.
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -101,7 +103,7 @@ func NewTFRSUtils(ctx *pulumi.Context, name string, args *AppArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	c.keep(d)
+	c.Keep(d)
 	c.Name = d.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }

@@ -5,6 +5,8 @@ import (
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names of the tenant's Grafana.
@@ -34,7 +36,7 @@ type GrafanaArgs struct {
 // Grafana is the Grafana chart with its admin Secret and the tenant's data sources.
 type Grafana struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// URL is "http://grafana.<namespace>.svc.cluster.local" (the chart's Service, port 80).
 	URL           pulumi.StringOutput `pulumi:"url"`
@@ -98,7 +100,7 @@ func NewGrafana(ctx *pulumi.Context, name string, args *GrafanaArgs, opts ...pul
 	if err != nil {
 		return nil, err
 	}
-	c.keep(secret, chart)
+	c.Keep(secret, chart)
 	c.URL = hostOf(GrafanaService, args.Namespace).ApplyT(func(h string) string { return "http://" + h }).(pulumi.StringOutput)
 	c.AdminUser = user
 	c.AdminPassword = password

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and ports of the tenant's Jaeger (the chart's all-in-one mode, fullname "jaeger").
@@ -30,7 +32,7 @@ type JaegerArgs struct {
 // debugging aid here, not data, so they are not kept across restarts.
 type Jaeger struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// QueryURL is the UI/API, "http://jaeger-query.<namespace>.svc.cluster.local:16686".
 	QueryURL pulumi.StringOutput `pulumi:"queryURL"`
@@ -60,7 +62,7 @@ func NewJaeger(ctx *pulumi.Context, name string, args *JaegerArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	c.keep(chart)
+	c.Keep(chart)
 	c.QueryURL = hostOf(JaegerQueryService, args.Namespace).ApplyT(func(h string) string {
 		return "http://" + h + ":" + strconv.Itoa(JaegerQueryPort)
 	}).(pulumi.StringOutput)

@@ -7,6 +7,8 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and port of the tenant's MinIO.
@@ -46,7 +48,7 @@ type MinIOArgs struct {
 // MinIO is the tenant's object storage: a MinIO operator Tenant and its root credentials.
 type MinIO struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Host is "minio.<namespace>.svc.cluster.local".
 	Host pulumi.StringOutput `pulumi:"host"`
@@ -124,7 +126,7 @@ func NewMinIO(ctx *pulumi.Context, name string, args *MinIOArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
-	c.keep(config, tenant)
+	c.Keep(config, tenant)
 	c.Host = hostOf(MinIOService, args.Namespace)
 	c.Port = pulumi.Int(MinIOPort).ToIntOutput()
 	c.AccessKey = user

@@ -8,6 +8,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names of the isolation objects in every tenant namespace.
@@ -49,7 +51,7 @@ type NamespaceArgs struct {
 // workload and an ALLOW policy that, being the only one, denies whatever it does not list.
 type Namespace struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Name of the namespace (an output, so dependants wait for it to exist).
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -79,7 +81,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	if err != nil {
 		return nil, err
 	}
-	c.keep(ns)
+	c.Keep(ns)
 	nsName := ns.Metadata.Name().Elem()
 
 	c.PullSecretName = pulumi.String("").ToStringOutput()
@@ -94,7 +96,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		if err != nil {
 			return nil, err
 		}
-		c.keep(s)
+		c.Keep(s)
 		c.PullSecretName = s.Metadata.Name().Elem()
 	}
 
@@ -126,7 +128,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	if err != nil {
 		return nil, err
 	}
-	c.keep(pa, ap)
+	c.Keep(pa, ap)
 
 	c.Name = nsName
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "pullSecretName": c.PullSecretName})

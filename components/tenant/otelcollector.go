@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and ports of the tenant's OpenTelemetry Collector.
@@ -30,7 +32,7 @@ type OtelCollectorArgs struct {
 // OtelCollector receives OTLP traces from the tenant's workloads and exports them to Jaeger.
 type OtelCollector struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Endpoint is the OTLP/gRPC endpoint for SDKs,
 	// "http://otel-collector.<namespace>.svc.cluster.local:4317".
@@ -67,7 +69,7 @@ func NewOtelCollector(ctx *pulumi.Context, name string, args *OtelCollectorArgs,
 	if err != nil {
 		return nil, err
 	}
-	c.keep(cm, dep, svc)
+	c.Keep(cm, dep, svc)
 	c.Endpoint = hostOf(OtelCollectorService, args.Namespace).ApplyT(func(h string) string {
 		return "http://" + h + ":" + strconv.Itoa(OtelGRPCPort)
 	}).(pulumi.StringOutput)

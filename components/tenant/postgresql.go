@@ -6,6 +6,8 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // PostgresPort is the port of CNPG's services.
@@ -43,7 +45,7 @@ type PostgreSQLArgs struct {
 // PostgreSQL is the tenant's CloudNativePG cluster and its owner credentials.
 type PostgreSQL struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Host is the read-write Service, "{cluster}-rw" (same-namespace clients use the short name).
 	Host pulumi.StringOutput `pulumi:"host"`
@@ -97,7 +99,7 @@ func NewPostgreSQL(ctx *pulumi.Context, name string, args *PostgreSQLArgs, opts 
 	if err != nil {
 		return nil, err
 	}
-	c.keep(secret, cl)
+	c.Keep(secret, cl)
 	c.Host = pulumi.String(args.ClusterName + "-rw").ToStringOutput()
 	c.Port = pulumi.Int(PostgresPort).ToIntOutput()
 	c.Database = pulumi.String(args.Database).ToStringOutput()
@@ -133,7 +135,7 @@ type TimescaleDBArgs struct {
 // TimescaleDB is a second CNPG cluster with the timescaledb extension preloaded and created.
 type TimescaleDB struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	Host     pulumi.StringOutput `pulumi:"host"`
 	Port     pulumi.IntOutput    `pulumi:"port"`
@@ -162,7 +164,7 @@ func NewTimescaleDB(ctx *pulumi.Context, name string, args *TimescaleDBArgs, opt
 	if err != nil {
 		return nil, err
 	}
-	c.keep(cl)
+	c.Keep(cl)
 	c.Host = pulumi.String(args.ClusterName + "-rw").ToStringOutput()
 	c.Port = pulumi.Int(PostgresPort).ToIntOutput()
 	c.Database = pulumi.String(args.Database).ToStringOutput()

@@ -7,6 +7,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	rbacv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/rbac/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and port of the tenant's Prometheus.
@@ -36,7 +38,7 @@ type PrometheusArgs struct {
 // mesh. Its TSDB is an emptyDir: metrics are not part of the tenant's data.
 type Prometheus struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// URL is "http://prometheus.<namespace>.svc.cluster.local:9090".
 	URL pulumi.StringOutput `pulumi:"url"`
@@ -123,7 +125,7 @@ func NewPrometheus(ctx *pulumi.Context, name string, args *PrometheusArgs, opts 
 	if err != nil {
 		return nil, err
 	}
-	c.keep(sa, role, binding, cm, dep, svc)
+	c.Keep(sa, role, binding, cm, dep, svc)
 	c.URL = hostOf(PrometheusService, args.Namespace).ApplyT(func(h string) string {
 		return "http://" + h + ":" + strconv.Itoa(PrometheusPort)
 	}).(pulumi.StringOutput)

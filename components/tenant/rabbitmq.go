@@ -7,6 +7,8 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and ports of the tenant's RabbitMQ.
@@ -40,7 +42,7 @@ type RabbitMQArgs struct {
 // RabbitMQ is the tenant's RabbitmqCluster and its default user.
 type RabbitMQ struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Host is "rabbitmq.<namespace>.svc.cluster.local".
 	Host     pulumi.StringOutput `pulumi:"host"`
@@ -116,7 +118,7 @@ func NewRabbitMQ(ctx *pulumi.Context, name string, args *RabbitMQArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	c.keep(secret, cl)
+	c.Keep(secret, cl)
 	c.Host = host
 	c.Port = pulumi.Int(RabbitMQPort).ToIntOutput()
 	c.User = user

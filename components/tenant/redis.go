@@ -5,6 +5,8 @@ import (
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and port of the tenant's Redis.
@@ -35,7 +37,7 @@ type RedisArgs struct {
 // redis.<namespace> and requiring a password.
 type Redis struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Host is "redis.<namespace>.svc.cluster.local".
 	Host     pulumi.StringOutput `pulumi:"host"`
@@ -100,7 +102,7 @@ func NewRedis(ctx *pulumi.Context, name string, args *RedisArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
-	c.keep(secret, pvc, dep, svc)
+	c.Keep(secret, pvc, dep, svc)
 	c.Host = hostOf(RedisService, args.Namespace)
 	c.Port = pulumi.Int(RedisPort).ToIntOutput()
 	c.Password = password

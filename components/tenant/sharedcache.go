@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // SharedCacheClaim is the shared image-cache PVC every robot of the tenant mounts.
@@ -24,7 +26,7 @@ type SharedCacheArgs struct {
 // SharedCache is the tenant's shared image-cache volume claim.
 type SharedCache struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	ClaimName pulumi.StringOutput `pulumi:"claimName"`
 	CacheDir  pulumi.StringOutput `pulumi:"cacheDir"`
@@ -43,7 +45,7 @@ func NewSharedCache(ctx *pulumi.Context, name string, args *SharedCacheArgs, opt
 	if err != nil {
 		return nil, err
 	}
-	c.keep(pvc)
+	c.Keep(pvc)
 	c.ClaimName = pvc.Metadata.Name().Elem()
 	c.CacheDir = pulumi.String(args.CacheDir).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"claimName": c.ClaimName, "cacheDir": c.CacheDir})

@@ -72,24 +72,6 @@ const (
 // (Istio falls back to plain text towards pods without a sidecar).
 var noSidecar = map[string]string{sidecarInjection: "false"}
 
-// children records a component's direct children. Pulumi's Go SDK attaches a child to its
-// parent asynchronously (in the child's registration goroutine, after any transform is
-// registered), so a DependsOn on a component that was created a moment earlier can miss
-// children not attached yet and silently order nothing. A dependant that also names the
-// children (Children) waits for all of them, every time.
-type children struct{ list []pulumi.Resource }
-
-func (c *children) keep(rs ...pulumi.Resource) {
-	for _, r := range rs {
-		if r != nil {
-			c.list = append(c.list, r)
-		}
-	}
-}
-
-// Children are the component's direct children, for DependsOn.
-func (c *children) Children() []pulumi.Resource { return append([]pulumi.Resource(nil), c.list...) }
-
 // ServiceHost is the in-cluster DNS name of a Service.
 func ServiceHost(service, namespace string) string {
 	return service + "." + namespace + ".svc." + clusterDomain

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // Names and ports of the tenant's Vector.
@@ -32,7 +34,7 @@ type VectorArgs struct {
 // stdout as JSON, where the cluster's log pipeline picks them up.
 type Vector struct {
 	pulumi.ResourceState
-	children
+	children.Set
 
 	// Endpoint is the HTTP intake, "http://vector.<namespace>.svc.cluster.local:8080".
 	Endpoint pulumi.StringOutput `pulumi:"endpoint"`
@@ -68,7 +70,7 @@ func NewVector(ctx *pulumi.Context, name string, args *VectorArgs, opts ...pulum
 	if err != nil {
 		return nil, err
 	}
-	c.keep(cm, dep, svc)
+	c.Keep(cm, dep, svc)
 	c.Endpoint = hostOf(VectorService, args.Namespace).ApplyT(func(h string) string {
 		return "http://" + h + ":" + strconv.Itoa(VectorHTTPPort)
 	}).(pulumi.StringOutput)
