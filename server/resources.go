@@ -246,7 +246,10 @@ func (h resources) update(c echo.Context) error {
 	if st == nil && rec == nil {
 		return &NotFoundError{What: r.String()}
 	}
-	if st != nil && st.ManagedBy == engine.ManagedByOperator {
+	// A stack the operator manages is changed through its CR. A stack without a managed-by
+	// tag that the API never accepted is one whose creator has not tagged it yet (the tag is
+	// written just after the stack is created): refuse it as well rather than race its owner.
+	if st != nil && (st.ManagedBy == engine.ManagedByOperator || (st.ManagedBy == "" && rec == nil)) {
 		return &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
 	}
 	if err := h.startUp(c, op, t, obj, rec); err != nil {

@@ -350,6 +350,12 @@ func (s *Story) kubectl(ctx context.Context, args ...string) error {
 	return s.kubectlIn(ctx, "", args...)
 }
 
+// KubectlIn runs kubectl against the environment with stdin, printing the command and its
+// output like every step of the story.
+func (s *Story) KubectlIn(ctx context.Context, stdin string, args ...string) error {
+	return s.kubectlIn(ctx, stdin, args...)
+}
+
 func (s *Story) kubectlIn(ctx context.Context, stdin string, args ...string) error {
 	s.say("$ kubectl %s\n", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", s.Env.KubeconfigPath}, args...)...)

@@ -16,10 +16,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	srvcomp "github.com/tfrs-io/tfrs-operator/components/server"
 	"github.com/tfrs-io/tfrs-operator/internal/demo"
 	"github.com/tfrs-io/tfrs-operator/internal/devenv"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/operator"
 )
 
@@ -74,6 +76,30 @@ func TestDemoStory(t *testing.T) {
 	require.NoError(t, err)
 	previewJSON := runTFRS(ctx, t, bin, env, "preview", "-f", personal, "-o", "json", "--detailed-exitcode")
 	require.NotEmpty(t, previewJSON)
+
+	// A tenant made by a CR cannot be changed over HTTP, not even while the operator is
+	// bringing it up: one 409 that says to edit the CR, and the operator's up goes on.
+	beta := testenv.Lean(testenv.StandInTenant(demo.Namespace, "beta", demo.ClusterName))
+	betaYAML, err := yaml.Marshal(beta)
+	require.NoError(t, err)
+	require.NoError(t, story.KubectlIn(ctx, string(betaYAML), "apply", "-f", "-"))
+	betaJSON, err := json.Marshal(map[string]any{"metadata": map[string]any{"name": "beta", "namespace": demo.Namespace}, "spec": beta.Spec})
+	require.NoError(t, err)
+	// Until the operator's up has created the stack the API knows no tenant "beta" (404);
+	// from then on every PUT is refused (never accepted), and once the stack carries its
+	// managed-by tag the answer says to edit the CR.
+	var accepted string
+	require.Eventually(t, func() bool {
+		code, body := apiDo(ctx, t, env, http.MethodPut, "/v1/namespaces/tfrs-system/tenants/beta", betaJSON)
+		if code != http.StatusNotFound && code != http.StatusConflict {
+			accepted = fmt.Sprintf("%d %s", code, body)
+			return true
+		}
+		return code == http.StatusConflict && strings.Contains(body, "custom resource")
+	}, 2*time.Minute, 200*time.Millisecond)
+	require.Empty(t, accepted, "an HTTP change of a CR-managed tenant must be refused")
+	kubectlRun(ctx, t, env, "wait", "--for=condition=Ready", "tfrtenant/beta", "-n", demo.Namespace, "--timeout=5m")
+	kubectlRun(ctx, t, env, "delete", "tfrtenant", "beta", "-n", demo.Namespace, "--timeout=5m")
 
 	// A CR-managed object cannot be changed over HTTP.
 	server := kubectlJSON(ctx, t, env, "get", "tfrserver", "helper-bot", "-n", "tfrs-system")
@@ -147,6 +173,13 @@ func runTFRS(ctx context.Context, t *testing.T, bin string, env *devenv.Env, arg
 
 func apiJSON(ctx context.Context, t *testing.T, env *devenv.Env, method, path string, body []byte, want int) string {
 	t.Helper()
+	code, b := apiDo(ctx, t, env, method, path, body)
+	require.Equal(t, want, code, "%s %s: %s", method, path, b)
+	return b
+}
+
+func apiDo(ctx context.Context, t *testing.T, env *devenv.Env, method, path string, body []byte) (int, string) {
+	t.Helper()
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -161,8 +194,7 @@ func apiJSON(ctx context.Context, t *testing.T, env *devenv.Env, method, path st
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	require.Equal(t, want, resp.StatusCode, "%s %s: %s", method, path, b)
-	return string(b)
+	return resp.StatusCode, string(b)
 }
 
 func kubectlOut(ctx context.Context, env *devenv.Env, args ...string) (string, error) {
