@@ -603,7 +603,7 @@ func TestComponentsListTheirChildren(t *testing.T) {
 func TestScriptsParse(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh")
+		t.Fatalf("sh is needed to check the Job scripts: %v", err)
 	}
 	dir := t.TempDir()
 	for name, src := range map[string]string{"minio-init.sh": minioInitScript, "grafana-sa.sh": grafanaSAScript} {
