@@ -179,35 +179,23 @@ func (h resources) create(c echo.Context) error {
 		return err
 	}
 	r.name = obj.GetName()
-	op, err := h.s.reserve(OpCreate, r, t, c)
-	if err != nil {
-		return err
-	}
-	started := false
-	defer func() {
-		if !started {
-			h.s.ops.release(op)
+	return h.s.launch(c, OpCreate, r, t, func(op *Operation) (work, error) {
+		rec, err := h.s.record(ctx, t.Stack)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	rec, err := h.s.record(ctx, t.Stack)
-	if err != nil {
-		return err
-	}
-	if rec != nil {
-		return &ExistsError{What: r.String(), ManagedBy: engine.ManagedByAPI}
-	}
-	st, err := h.s.status(ctx, t.Stack)
-	if err != nil {
-		return err
-	}
-	if st != nil {
-		return &ExistsError{What: r.String(), ManagedBy: st.ManagedBy}
-	}
-	if err := h.startUp(c, op, t, obj, nil); err != nil {
-		return err
-	}
-	started = true
-	return accepted(c, op)
+		if rec != nil {
+			return nil, &ExistsError{What: r.String(), ManagedBy: engine.ManagedByAPI}
+		}
+		st, err := h.s.status(ctx, t.Stack)
+		if err != nil {
+			return nil, err
+		}
+		if st != nil {
+			return nil, &ExistsError{What: r.String(), ManagedBy: st.ManagedBy}
+		}
+		return h.upWork(c, op, t, obj, nil)
+	})
 }
 
 // update: PUT on a resource, the whole document. The spec is checked against the stored one
@@ -229,52 +217,39 @@ func (h resources) update(c echo.Context) error {
 	if err := h.checkUpdate(obj, rec); err != nil {
 		return err
 	}
-	op, err := h.s.reserve(OpUpdate, r, t, c)
-	if err != nil {
-		return err
-	}
-	started := false
-	defer func() {
-		if !started {
-			h.s.ops.release(op)
+	return h.s.launch(c, OpUpdate, r, t, func(op *Operation) (work, error) {
+		st, err := h.s.status(ctx, t.Stack)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	st, err := h.s.status(ctx, t.Stack)
-	if err != nil {
-		return err
-	}
-	if st == nil && rec == nil {
-		return &NotFoundError{What: r.String()}
-	}
-	// A stack the operator manages is changed through its CR. A stack without a managed-by
-	// tag that the API never accepted is one whose creator has not tagged it yet (the tag is
-	// written just after the stack is created): refuse it as well rather than race its owner.
-	if st != nil && (st.ManagedBy == engine.ManagedByOperator || (st.ManagedBy == "" && rec == nil)) {
-		return &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
-	}
-	if err := h.startUp(c, op, t, obj, rec); err != nil {
-		return err
-	}
-	started = true
-	return accepted(c, op)
+		if st == nil && rec == nil {
+			return nil, &NotFoundError{What: r.String()}
+		}
+		// A stack the operator manages is changed through its CR. A stack without a managed-by
+		// tag that the API never accepted is one whose creator has not tagged it yet (the tag is
+		// written just after the stack is created): refuse it as well rather than race its owner.
+		if st != nil && (st.ManagedBy == engine.ManagedByOperator || (st.ManagedBy == "" && rec == nil)) {
+			return nil, &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
+		}
+		return h.upWork(c, op, t, obj, rec)
+	})
 }
 
-// startUp is what create and update share once the request is accepted: the parent must be
-// ready, the spec is stored (over prev, for an update), and the reserved operation starts.
-func (h resources) startUp(c echo.Context, op *Operation, t runner.Target, obj runner.Object, prev *Record) error {
+// upWork is what create and update share once the request is accepted: the parent must be
+// ready and the spec is stored (over prev, for an update); then the up may start.
+func (h resources) upWork(c echo.Context, op *Operation, t runner.Target, obj runner.Object, prev *Record) (work, error) {
 	ctx := c.Request().Context()
 	if err := h.s.checkParent(ctx, t); err != nil {
-		return err
+		return nil, err
 	}
 	rec, err := newRecord(h.k, obj, t, prev, time.Now())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := h.s.specs.Put(ctx, rec); err != nil {
-		return err
+		return nil, err
 	}
-	h.s.ops.start(op, h.s.upWork(obj, op))
-	return nil
+	return h.s.upWork(obj, op), nil
 }
 
 // remove: DELETE on a resource. The stacks are destroyed under the spec's deletion policy and
@@ -303,49 +278,39 @@ func (h resources) remove(c echo.Context) error {
 			return err
 		}
 	}
-	op, err := h.s.reserve(OpDelete, r, t, c)
-	if err != nil {
-		return err
-	}
-	started := false
-	defer func() {
-		if !started {
-			h.s.ops.release(op)
+	return h.s.launch(c, OpDelete, r, t, func(op *Operation) (work, error) {
+		st, err := h.s.status(ctx, stack)
+		if err != nil {
+			return nil, err
 		}
-	}()
-	st, err := h.s.status(ctx, stack)
-	if err != nil {
-		return err
-	}
-	if !h.belongs(r, rec, st) {
-		return &NotFoundError{What: r.String()}
-	}
-	if st != nil && st.ManagedBy == engine.ManagedByOperator {
-		return &runner.ManagedElsewhereError{Stack: stack, ManagedBy: st.ManagedBy}
-	}
-	if rec == nil {
-		return &NoSpecError{What: r.String(), ManagedBy: st.ManagedBy}
-	}
-	deps, err := h.s.run.Dependents(ctx, t)
-	if err != nil {
-		return err
-	}
-	if len(deps) > 0 {
-		return &runner.DependentsError{Stack: stack, Dependents: deps}
-	}
-	h.s.ops.start(op, func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {
-		out, err := h.s.run.Destroy(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op)})
-		if err == nil {
-			// The stacks are gone; a record left behind would only show a ghost, so a
-			// failure here is logged, not turned into a failed delete.
-			if derr := h.s.specs.Delete(context.WithoutCancel(ctx), stack); derr != nil {
-				h.s.log.Error("delete stored spec", "stack", stack, "operation", op.id, "err", derr)
+		if !h.belongs(r, rec, st) {
+			return nil, &NotFoundError{What: r.String()}
+		}
+		if st != nil && st.ManagedBy == engine.ManagedByOperator {
+			return nil, &runner.ManagedElsewhereError{Stack: stack, ManagedBy: st.ManagedBy}
+		}
+		if rec == nil {
+			return nil, &NoSpecError{What: r.String(), ManagedBy: st.ManagedBy}
+		}
+		deps, err := h.s.run.Dependents(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if len(deps) > 0 {
+			return nil, &runner.DependentsError{Stack: stack, Dependents: deps}
+		}
+		return func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {
+			out, err := h.s.run.Destroy(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op)})
+			if err == nil {
+				// The stacks are gone; a record left behind would only show a ghost, so a
+				// failure here is logged, not turned into a failed delete.
+				if derr := h.s.specs.Delete(context.WithoutCancel(ctx), stack); derr != nil {
+					h.s.log.Error("delete stored spec", "stack", stack, "operation", op.id, "err", derr)
+				}
 			}
-		}
-		return out, err
+			return out, err
+		}, nil
 	})
-	started = true
-	return accepted(c, op)
 }
 
 // belongs: the resource exists (stack or stored spec) and, for a server, under the URL's
@@ -620,6 +585,29 @@ func decodeContinue(tok string) (string, bool) {
 		return "", false
 	}
 	return name, true
+}
+
+// launch reserves the stacks of an operation, runs prepare (the checks and whatever must
+// happen before the work starts) and starts the work it returns; a refused request, or a
+// panic in prepare, releases the reservation, so nothing is left half-started.
+func (s *Server) launch(c echo.Context, kind OperationKind, r ref, t runner.Target, prepare func(op *Operation) (work, error)) error {
+	op, err := s.reserve(kind, r, t, c)
+	if err != nil {
+		return err
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.ops.release(op)
+		}
+	}()
+	w, err := prepare(op)
+	if err != nil {
+		return err
+	}
+	s.ops.start(op, w)
+	started = true
+	return accepted(c, op)
 }
 
 // reserve takes the resource's stacks for a new operation (409 when one is held).
