@@ -3,10 +3,12 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -34,8 +36,20 @@ type pulumiCLI struct {
 
 var _ auto.PulumiCommand = (*pulumiCLI)(nil)
 
-func newPulumiCLI(ctx context.Context, bin string, grace time.Duration, env func() map[string]string) (*pulumiCLI, error) {
+// newPulumiCLI checks the CLI's version. `pulumi version` costs a process on every engine start
+// (every tfrs invocation), so the answer is cached in cacheDir, keyed by the binary's path, size
+// and mtime: a rebuilt or replaced binary is asked again. cacheDir "" disables the cache.
+func newPulumiCLI(ctx context.Context, bin string, grace time.Duration, env func() map[string]string, cacheDir string) (*pulumiCLI, error) {
 	c := &pulumiCLI{bin: bin, grace: grace, env: env}
+	var cachePath string
+	key, keyErr := binaryKey(bin)
+	if cacheDir != "" && keyErr == nil {
+		cachePath = filepath.Join(cacheDir, versionCacheFile)
+		if v, ok := readVersionCache(cachePath, key); ok {
+			c.version = v
+			return c, nil
+		}
+	}
 	out, _, _, err := c.Run(ctx, os.TempDir(), nil, nil, nil, nil, "version")
 	if err != nil {
 		return nil, fmt.Errorf("%w: `%s version` failed: %v; run `make tools`", ErrToolsMissing, bin, err)
@@ -47,7 +61,88 @@ func newPulumiCLI(ctx context.Context, bin string, grace time.Duration, env func
 		return nil, fmt.Errorf("%w: %s reports version %q: build it with `make tools`", ErrToolsMissing, bin, strings.TrimSpace(out))
 	}
 	c.version = v
+	if cachePath != "" {
+		key.Version = strings.TrimSpace(out)
+		// Best effort: without a cache the next start just asks again.
+		_ = writeVersionCache(cachePath, key)
+	}
 	return c, nil
+}
+
+// versionCacheFile (in the state dir) holds the last `pulumi version` answer.
+const versionCacheFile = "pulumi-version.json"
+
+// versionCache is the cached answer and the binary it is valid for.
+type versionCache struct {
+	Path    string `json:"path"`   // absolute path as configured
+	Target  string `json:"target"` // after symlinks: the tools build links binaries from PATH
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime"` // Unix nanoseconds
+	Version string `json:"version,omitempty"`
+}
+
+func binaryKey(bin string) (versionCache, error) {
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return versionCache{}, err
+	}
+	target, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return versionCache{}, err
+	}
+	fi, err := os.Stat(target)
+	if err != nil {
+		return versionCache{}, err
+	}
+	return versionCache{Path: abs, Target: target, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}, nil
+}
+
+// readVersionCache returns the cached version when the cache is for this very binary; a
+// missing, corrupt or stale cache is a miss.
+func readVersionCache(path string, key versionCache) (semver.Version, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return semver.Version{}, false
+	}
+	var got versionCache
+	if json.Unmarshal(b, &got) != nil || got.Version == "" {
+		return semver.Version{}, false
+	}
+	v := got.Version
+	got.Version = ""
+	if got != key {
+		return semver.Version{}, false
+	}
+	sv, err := semver.ParseTolerant(v)
+	if err != nil {
+		return semver.Version{}, false
+	}
+	return sv, true
+}
+
+// writeVersionCache replaces the cache atomically (temp file + rename), so concurrent engine
+// starts never read a half-written file.
+func writeVersionCache(path string, entry versionCache) error {
+	b, err := json.Marshal(entry)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), versionCacheFile+".*.tmp") // mode 0600
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
 }
 
 func (c *pulumiCLI) Version() semver.Version { return c.version }

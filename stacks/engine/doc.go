@@ -13,7 +13,10 @@
 //     never exposed unless asked for, and redacted from every message (redact.go);
 //   - the Pulumi CLI and the Kubernetes provider come from the tools cache and never touch
 //     the network (backend.go, command.go);
-//   - stable generated credentials (credentials.go) and stack naming (names.go).
+//   - stable generated credentials (credentials.go) and stack naming (names.go);
+//   - few CLI processes, each ~0.4 s: the CLI version is cached (command.go), outputs take one
+//     export (outputs.go), a stack created by the operation is not read back, and
+//     [Engine.StackVersion] tells a file:// stack's changes without any.
 //
 // Programs stay outside: every operation takes a pulumi.RunFunc, run as an Automation API
 // inline program (the Go language host is not shipped).

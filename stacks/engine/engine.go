@@ -122,7 +122,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		e.red.add(*r.passphrase)
 	}
 	base := r.baseEnv()
-	if e.cli, err = newPulumiCLI(ctx, r.pulumiBin, r.CancelGrace, func() map[string]string { return base }); err != nil {
+	if e.cli, err = newPulumiCLI(ctx, r.pulumiBin, r.CancelGrace, func() map[string]string { return base }, r.StateDir); err != nil {
 		return nil, err
 	}
 	workBase := filepath.Join(r.StateDir, "work")
@@ -167,12 +167,15 @@ func (e *Engine) Stats() Stats {
 type stackWorkspace struct {
 	ws      auto.Workspace
 	st      auto.Stack
+	up      auto.Stack // st through upWorkspace, for Up only
 	envKeys []string
 	config  string // fingerprint of the last config written
 	// tags: the stack's tags as last read or written (nil until read; empty for a stack
 	// created here); tagged: the tags asked for are known to be set.
 	tags   map[string]string
 	tagged bool
+	// fresh: this engine created the stack and no operation has read it since (see preflight).
+	fresh bool
 }
 
 // open returns the stack's workspace, selecting or (when create) creating the stack.
@@ -185,6 +188,8 @@ func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, crea
 		s.ws = sw
 	}
 	if err := e.ensureTags(ctx, op, s.ws, name, by, tags); err != nil {
+		// The cached workspace outlives this call: a later operation must read the state.
+		s.ws.fresh = false
 		return nil, err
 	}
 	return s.ws, nil
@@ -220,10 +225,19 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 	if err != nil {
 		return nil, classify(ctx, op, name, err, e.red, nil)
 	}
-	// A stack we just created has no tags: no need to ask.
-	sw := &stackWorkspace{ws: ws, st: st}
+	// Up runs on the same workspace seen through upWorkspace, which reads the outputs after the
+	// update with one process instead of two. Selecting it runs nothing.
+	up := st
+	if lws, ok := ws.(*auto.LocalWorkspace); ok {
+		if up, err = auto.SelectStack(ctx, name, upWorkspace{LocalWorkspace: lws, e: e}); err != nil {
+			return nil, classify(ctx, op, name, err, e.red, nil)
+		}
+	}
+	sw := &stackWorkspace{ws: ws, st: st, up: up}
 	if created {
+		// A stack we just created has no tags, and no state for preflight to read.
 		sw.tags = map[string]string{}
+		sw.fresh = true
 	}
 	return sw, nil
 }

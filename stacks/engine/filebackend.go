@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // The file:// backend stores blobs with gocloud's fileblob. Blobs themselves are written
@@ -68,4 +71,48 @@ func fileBackendDir(backendURL string) (string, bool) {
 		return "", false
 	}
 	return p.Path, true
+}
+
+// StackVersion is a cheap change token for a stack's state, for callers that poll (the operator
+// watching parents): it changes whenever an up, refresh or destroy writes the stack, and costs
+// no CLI process. Only file:// backends have one: it is read from the checkpoint file's
+// metadata. ok is false for other backends, invalid names, missing stacks and any error; the
+// caller then falls back to reading the stack.
+func (e *Engine) StackVersion(_ context.Context, stack string) (version string, ok bool) {
+	if ValidateStackName(stack) != nil {
+		return "", false
+	}
+	dir, ok := fileBackendDir(e.opts.BackendURL)
+	if !ok {
+		return "", false
+	}
+	fi, ok := checkpointFile(dir, stack)
+	if !ok {
+		return "", false
+	}
+	v := fmt.Sprintf("%d-%d", fi.ModTime().UnixNano(), fi.Size())
+	// Checkpoints are replaced by rename (fileblob writes a temp file), so the inode changes on
+	// every write too: a second write within the clock's granularity is still seen.
+	if st, isUnix := fi.Sys().(*syscall.Stat_t); isUnix {
+		v += fmt.Sprintf("-%d", st.Ino)
+	}
+	return v, true
+}
+
+// checkpointFile finds a stack's checkpoint the way the CLI's diy backend does
+// (stackPath): <dir>/.pulumi/stacks/<project>/<stack>.json, optionally compressed, and when
+// more than one exists the most recently modified.
+func checkpointFile(dir, stack string) (fs.FileInfo, bool) {
+	base := filepath.Join(dir, ".pulumi", "stacks", ProjectName, stack+".json")
+	var best fs.FileInfo
+	for _, p := range []string{base, base + ".gz", base + ".zst"} {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if best == nil || !fi.ModTime().Before(best.ModTime()) {
+			best = fi
+		}
+	}
+	return best, best != nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -24,7 +25,7 @@ func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
 	res, err := e.run(ctx, OpUp, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
 		return e.withLock(ctx, OpUp, sw, req.Stack, col, rec, func() error {
 			var err error
-			up, err = sw.st.Up(ctx, optup.EventStreams(col.stream()), optup.ShowSecrets(false),
+			up, err = sw.up.Up(ctx, optup.EventStreams(col.stream()), optup.ShowSecrets(false),
 				optup.Color("never"), optup.SuppressProgress(), optup.SuppressOutputs(), optup.Message(message(req, OpUp)))
 			return err
 		})
@@ -259,10 +260,11 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 }
 
 // Outputs returns the stack's outputs; secrets are hidden unless revealed (Output.Reveal).
+// One CLI process (see stackOutputs).
 func (e *Engine) Outputs(ctx context.Context, stack string) (Outputs, error) {
 	var out Outputs
 	err := e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
-		m, err := ws.StackOutputs(ctx, stack)
+		m, err := e.stackOutputs(ctx, ws, stack)
 		if err != nil {
 			return err
 		}
@@ -305,16 +307,29 @@ type HistoryEntry struct {
 func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error) {
 	st := &StackStatus{Stack: stack}
 	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
+		// Two independent reads: run them side by side (the wall time of one CLI process, not
+		// two). Neither is cancelled when the other fails, so each error is the CLI's own.
+		var (
+			hist    []HistoryEntry
+			histErr error
+			wg      sync.WaitGroup
+		)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hist, histErr = e.history(ctx, ws, stack, 20)
+		}()
 		tags, err := ws.ListTags(ctx, stack)
+		wg.Wait()
+		// The tag error first: it is the one that reports a missing stack as ErrNotFound.
 		if err != nil {
 			return err
+		}
+		if histErr != nil {
+			return histErr
 		}
 		st.Tags = tags
 		st.ManagedBy = ManagedBy(tags[TagManagedBy])
-		hist, err := e.history(ctx, ws, stack, 20)
-		if err != nil {
-			return err
-		}
 		if len(hist) > 0 {
 			st.Last = &hist[0]
 		}

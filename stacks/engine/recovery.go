@@ -86,6 +86,13 @@ const secretSig = "4dabf18193072939515e22adb298388d"
 // reports pending operations. The plaintext export stays in memory and is dropped here.
 func (e *Engine) preflight(ctx context.Context, op OpKind, sw *stackWorkspace, name string) (*stateInfo, error) {
 	e.repairBackend()
+	if sw.fresh {
+		// The stack was created by this very operation (`stack init` succeeded just now): its
+		// state is empty, so no pending operations and no credentials; skip the export. The
+		// flag is spent here, so every later operation reads the state again.
+		sw.fresh = false
+		return &stateInfo{credentials: map[string]string{}}, nil
+	}
 	dep, err := sw.ws.ExportStack(ctx, name)
 	if err != nil {
 		return nil, classify(ctx, op, name, err, e.red, nil)

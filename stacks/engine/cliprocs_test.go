@@ -1,0 +1,462 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfrs-io/tfrs-operator/internal/tools"
+)
+
+// Tests of the engine's CLI-process budget: every Pulumi CLI process costs ~0.3–0.5 s, so the
+// engine avoids the ones it can answer otherwise.
+
+// writeScript writes an executable shell script.
+func writeScript(t *testing.T, path, body string) string {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755))
+	return path
+}
+
+func lines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
+}
+
+// TestVersionCache: `pulumi version` runs once per binary; the answer is reused until the
+// binary changes, and a corrupt cache only costs the process it saves.
+func TestVersionCache(t *testing.T) {
+	dir := t.TempDir()
+	runs := filepath.Join(dir, "runs")
+	bin := writeScript(t, filepath.Join(dir, "pulumi"), `echo "$*" >> `+runs+"\necho v3.274.1\n")
+	cacheDir := filepath.Join(dir, "state")
+	require.NoError(t, os.MkdirAll(cacheDir, 0o700))
+	cache := filepath.Join(cacheDir, versionCacheFile)
+	ctx := context.Background()
+	start := func(cacheDir string) *pulumiCLI {
+		t.Helper()
+		c, err := newPulumiCLI(ctx, bin, time.Second, nil, cacheDir)
+		require.NoError(t, err)
+		assert.Equal(t, "3.274.1", c.Version().String())
+		return c
+	}
+
+	assert.EqualValues(t, 1, start(cacheDir).calls.Load(), "cold: asks the binary")
+	fi, err := os.Stat(cache)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	assert.EqualValues(t, 0, start(cacheDir).calls.Load(), "warm: no process")
+	assert.Len(t, lines(t, runs), 1)
+	tmps, _ := filepath.Glob(filepath.Join(cacheDir, "*.tmp"))
+	assert.Empty(t, tmps, "no temp files left behind")
+
+	// A rebuilt binary (new mtime) is asked again, then cached again.
+	later := time.Now().Add(time.Hour)
+	require.NoError(t, os.Chtimes(bin, later, later))
+	assert.EqualValues(t, 1, start(cacheDir).calls.Load(), "binary changed")
+	assert.EqualValues(t, 0, start(cacheDir).calls.Load())
+
+	// A corrupt cache, or one for another binary, falls back to running `version`.
+	require.NoError(t, os.WriteFile(cache, []byte("{not json"), 0o600))
+	assert.EqualValues(t, 1, start(cacheDir).calls.Load(), "corrupt cache")
+	var entry versionCache
+	b, err := os.ReadFile(cache)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &entry))
+	entry.Path = "/elsewhere/pulumi"
+	b, _ = json.Marshal(entry)
+	require.NoError(t, os.WriteFile(cache, b, 0o600))
+	assert.EqualValues(t, 1, start(cacheDir).calls.Load(), "cache for another binary")
+	entry.Path, entry.Version = bin, "not-a-version"
+	b, _ = json.Marshal(entry)
+	require.NoError(t, os.WriteFile(cache, b, 0o600))
+	assert.EqualValues(t, 1, start(cacheDir).calls.Load(), "unparsable cached version")
+
+	// No cache dir, no cache.
+	assert.EqualValues(t, 1, start("").calls.Load())
+
+	// A binary without a proper version is refused and never cached.
+	bad := writeScript(t, filepath.Join(dir, "pulumi-dev"), "echo garbage\n")
+	badState := t.TempDir()
+	_, err = newPulumiCLI(ctx, bad, time.Second, nil, badState)
+	assert.ErrorIs(t, err, ErrToolsMissing)
+	_, err = os.Stat(filepath.Join(badState, versionCacheFile))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestEngineStartUsesVersionCache: a second engine on the same state dir (the next `tfrs`
+// invocation) starts without any CLI process.
+func TestEngineStartUsesVersionCache(t *testing.T) {
+	dir := t.TempDir()
+	e1 := newEngine(t, Options{StateDir: dir})
+	assert.EqualValues(t, 1, e1.Stats().CLICalls)
+	e2 := newEngine(t, Options{StateDir: dir})
+	assert.EqualValues(t, 0, e2.Stats().CLICalls, "version read from the cache")
+	assert.Equal(t, e1.cli.Version(), e2.cli.Version())
+}
+
+// fakeStatusEngine runs a Pulumi CLI stand-in whose `stack tag ls` and `stack history` take a second
+// each and fail on demand (FAKE_FAIL_TAGS, FAKE_FAIL_HISTORY in the engine's env).
+func fakeStatusEngine(t *testing.T, env map[string]string) *Engine {
+	t.Helper()
+	dir := t.TempDir()
+	bin := writeScript(t, filepath.Join(dir, "pulumi"), `case "$*" in
+*" version"*) echo v3.274.1 ;;
+*"stack tag ls"*)
+  sleep 1
+  if [ -n "$FAKE_FAIL_TAGS" ]; then echo "error: no stack named 'tenant.a.b' found" >&2; exit 255; fi
+  echo '{"tfrs.io/managed-by":"cli"}' ;;
+*"stack history"*)
+  sleep 1
+  if [ -n "$FAKE_FAIL_HISTORY" ]; then echo "error: history is broken" >&2; exit 255; fi
+  echo '[{"kind":"update","result":"succeeded","startTime":"2025-01-01T00:00:00Z","version":1}]' ;;
+*) echo "unexpected: $*" >&2; exit 1 ;;
+esac
+`)
+	provider := writeScript(t, filepath.Join(dir, "pulumi-resource-kubernetes"), "exit 1\n")
+	return newEngine(t, Options{PulumiPath: bin, ProviderPath: provider, Env: env})
+}
+
+// TestStatusReadsInParallel: tags and history are two processes run side by side, and the
+// errors are what they were when they ran one after the other.
+func TestStatusReadsInParallel(t *testing.T) {
+	ctx := context.Background()
+	e := fakeStatusEngine(t, nil)
+	before := e.Stats().CLICalls
+	start := time.Now()
+	st, err := e.Status(ctx, "tenant.a.b")
+	wall := time.Since(start)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, e.Stats().CLICalls-before)
+	assert.Less(t, wall, 1800*time.Millisecond, "two 1 s reads side by side")
+	assert.Equal(t, ManagedByCLI, st.ManagedBy)
+	assert.True(t, st.Ready)
+	require.NotNil(t, st.Last)
+	assert.Equal(t, "update", st.Last.Kind)
+
+	// A missing stack is ErrNotFound (from the tag read) even though history fails too.
+	e = fakeStatusEngine(t, map[string]string{"FAKE_FAIL_TAGS": "1", "FAKE_FAIL_HISTORY": "1"})
+	_, err = e.Status(ctx, "tenant.a.b")
+	assert.ErrorIs(t, err, ErrNotFound)
+	e = fakeStatusEngine(t, map[string]string{"FAKE_FAIL_TAGS": "1"})
+	_, err = e.Status(ctx, "tenant.a.b")
+	assert.ErrorIs(t, err, ErrNotFound)
+	e = fakeStatusEngine(t, map[string]string{"FAKE_FAIL_HISTORY": "1"})
+	_, err = e.Status(ctx, "tenant.a.b")
+	assert.ErrorIs(t, err, ErrFailed)
+	assert.Contains(t, err.Error(), "history is broken")
+}
+
+// TestOutputsFromDeployment: the export-based outputs are what `stack output` renders, for
+// every kind of value the checkpoint can hold.
+func TestOutputsFromDeployment(t *testing.T) {
+	secret := func(v any) map[string]any {
+		b, _ := json.Marshal(v)
+		return map[string]any{"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "plaintext": string(b)}
+	}
+	byteString := map[string]any{"4dabf18193072939515e22adb298388d": "803fd3297a5875dc03ca845dda5d2a98", "value": "/w=="} // the byte 0xff
+	ref := map[string]any{"4dabf18193072939515e22adb298388d": "5cf8f73096256a8f31e491e813e4eb8e", "urn": "urn:x", "packageVersion": ""}
+	outputs := map[string]any{
+		"plain":      "v",
+		"num":        42,
+		"flag":       true,
+		"null":       nil,
+		"nested":     map[string]any{"a": []any{1, "x"}, "b": map[string]any{"c": "d"}},
+		"tok":        secret("s3cret"),
+		"secretNum":  secret(7.5),
+		"secretMap":  secret(map[string]any{"k": "v", "inner": secret("deeper")}),
+		"mixed":      map[string]any{"open": "o", "hidden": secret("h")},
+		"list":       []any{"a", secret("b")},
+		"looksLike":  "not really [secret]",
+		"bytes":      byteString,
+		"secretByte": secret(byteString),
+		"ref":        ref,
+	}
+	deployment := map[string]any{"resources": []any{
+		map[string]any{"type": "pulumi:providers:kubernetes", "outputs": map[string]any{"x": "y"}},
+		map[string]any{"type": "pulumi:pulumi:Stack", "parent": "urn:other", "outputs": map[string]any{"wrong": "stack"}},
+		map[string]any{"type": "pulumi:pulumi:Stack", "outputs": outputs},
+	}}
+	raw, err := json.Marshal(deployment)
+	require.NoError(t, err)
+	got, err := outputsFromDeployment(raw)
+	require.NoError(t, err)
+	want := auto.OutputMap{
+		"plain":      {Value: "v"},
+		"num":        {Value: float64(42)},
+		"flag":       {Value: true},
+		"null":       {Value: nil},
+		"nested":     {Value: map[string]any{"a": []any{float64(1), "x"}, "b": map[string]any{"c": "d"}}},
+		"tok":        {Value: "s3cret", Secret: true},
+		"secretNum":  {Value: 7.5, Secret: true},
+		"secretMap":  {Value: map[string]any{"k": "v", "inner": "deeper"}, Secret: true},
+		"mixed":      {Value: map[string]any{"open": "o", "hidden": "h"}, Secret: true},
+		"list":       {Value: []any{"a", "b"}, Secret: true},
+		"looksLike":  {Value: "not really [secret]", Secret: true}, // as auto's StackOutputs says
+		"bytes":      {Value: `b"/w=="`},
+		"secretByte": {Value: `b"/w=="`, Secret: true},
+		"ref":        {Value: ref},
+	}
+	assert.Equal(t, want, got)
+
+	got, err = outputsFromDeployment(nil)
+	require.NoError(t, err)
+	assert.Empty(t, got, "a stack never updated has no outputs")
+
+	// A ciphertext export (secrets not decrypted) is an error, never a silent "[secret]".
+	deployment["resources"] = []any{map[string]any{"type": "pulumi:pulumi:Stack", "outputs": map[string]any{
+		"tok": map[string]any{"4dabf18193072939515e22adb298388d": "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "v1:abc"},
+	}}}
+	raw, _ = json.Marshal(deployment)
+	_, err = outputsFromDeployment(raw)
+	assert.Error(t, err)
+}
+
+// richOutputsProgram exports every shape of output: plain and secret, scalar and nested.
+func richOutputsProgram(version string) pulumi.RunFunc {
+	return func(ctx *pulumi.Context) error {
+		ctx.Export("plain", pulumi.String("plain-"+version))
+		ctx.Export("num", pulumi.Int(42))
+		ctx.Export("ratio", pulumi.Float64(0.25))
+		ctx.Export("flag", pulumi.Bool(true))
+		ctx.Export("nested", pulumi.Map{
+			"a":    pulumi.StringArray{pulumi.String("x"), pulumi.String("y")},
+			"b":    pulumi.Map{"c": pulumi.Int(1), "d": pulumi.String("e")},
+			"none": pulumi.Map{},
+		})
+		ctx.Export("token", pulumi.ToSecret(pulumi.String("rich-secret-token-value")))
+		ctx.Export("secretNum", pulumi.ToSecret(pulumi.Int(7)))
+		ctx.Export("mixed", pulumi.Map{
+			"open":   pulumi.String("o"),
+			"hidden": pulumi.ToSecret(pulumi.String("nested-secret-value")),
+		})
+		ctx.Export("list", pulumi.Array{pulumi.String("a"), pulumi.ToSecret(pulumi.String("listed-secret-value"))})
+		ctx.Export("looksSecret", pulumi.String("this says [secret] but is plain"))
+		return nil
+	}
+}
+
+// TestOutputsOneProcess: Outputs (and the outputs of Up) are exactly what auto's two-process
+// StackOutputs gives, from one CLI process.
+func TestOutputsOneProcess(t *testing.T) {
+	e := newEngine(t, Options{})
+	const stack = "cluster.outputs"
+	up, err := e.Up(tctx(t, 2*time.Minute), Request{Stack: stack, Program: richOutputsProgram("v1")})
+	require.NoError(t, err)
+
+	before := e.Stats().CLICalls
+	outs, err := e.Outputs(tctx(t, time.Minute), stack)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, e.Stats().CLICalls-before, "one CLI process")
+
+	ws, err := e.reader(context.Background())
+	require.NoError(t, err)
+	m, err := ws.StackOutputs(tctx(t, time.Minute), stack)
+	require.NoError(t, err)
+	want := convertOutputs(m)
+	assert.Equal(t, want, outs)
+	assert.Equal(t, want, up.Outputs, "Up's outputs come from the same path")
+
+	// Spot checks of the conversion itself.
+	assert.Equal(t, float64(42), outs["num"].Value)
+	assert.Equal(t, "plain-v1", outs.String("plain"))
+	assert.False(t, outs["nested"].Secret)
+	assert.Equal(t, map[string]any{"c": float64(1), "d": "e"}, outs["nested"].Value.(map[string]any)["b"])
+	for _, k := range []string{"token", "secretNum", "mixed", "list", "looksSecret"} {
+		assert.True(t, outs[k].Secret, k)
+		assert.Nil(t, outs[k].Value, k)
+	}
+	assert.Equal(t, "rich-secret-token-value", outs["token"].Reveal())
+	assert.Equal(t, "nested-secret-value", outs["mixed"].Reveal().(map[string]any)["hidden"])
+	assert.NotContains(t, e.red.redact("x rich-secret-token-value x"), "rich-secret-token-value",
+		"secret outputs are redacted from then on")
+
+	// A missing stack is still ErrNotFound.
+	_, err = e.Outputs(tctx(t, time.Minute), "cluster.nothing-here")
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+// tracedEngine runs the real CLI through a wrapper that logs each command line, so a test can
+// assert which processes an operation started.
+func tracedEngine(t *testing.T, o Options) (*Engine, func() []string) {
+	t.Helper()
+	real, err := tools.Bin("pulumi")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "commands")
+	bin := writeScript(t, filepath.Join(dir, "pulumi"), `echo "$*" >> `+log+"\nexec "+real+` "$@"`+"\n")
+	o.PulumiPath = bin
+	e := newEngine(t, o)
+	seen := 0
+	// next returns the commands run since the last call.
+	return e, func() []string {
+		all := lines(t, log)
+		out := all[seen:]
+		seen = len(all)
+		return out
+	}
+}
+
+func countCmd(cmds []string, sub string) int {
+	n := 0
+	for _, c := range cmds {
+		if strings.Contains(c, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCLIProcessBudget pins the processes of the common operations. Before this budget: engine
+// start 1, Up of a new stack 8, Outputs 2, Status 2 (one after the other).
+func TestCLIProcessBudget(t *testing.T) {
+	e, next := tracedEngine(t, Options{})
+	next()
+	const stack = "cluster.budget"
+	req := Request{Stack: stack, Program: richOutputsProgram("v1"), ManagedBy: ManagedByCLI}
+
+	// A new stack: select (404), init, tag, up, then auto's outputs (one export) and history.
+	// No preflight export: the stack has no state yet.
+	before := e.Stats().CLICalls
+	_, err := e.Up(tctx(t, 2*time.Minute), req)
+	require.NoError(t, err)
+	cmds := next()
+	assert.EqualValues(t, 6, e.Stats().CLICalls-before, "%q", cmds)
+	require.Len(t, cmds, 6)
+	assert.Contains(t, cmds[3], " up ", "nothing but select, init and tag before the update: %q", cmds)
+	assert.Contains(t, cmds[4], "stack export --show-secrets", "outputs after the update: one export")
+	assert.Zero(t, countCmd(cmds, "stack output"))
+
+	// The same stack again: now preflight reads the state (credentials, pending operations).
+	before = e.Stats().CLICalls
+	_, err = e.Up(tctx(t, 2*time.Minute), req)
+	require.NoError(t, err)
+	cmds = next()
+	assert.EqualValues(t, 4, e.Stats().CLICalls-before, "%q", cmds)
+	require.Len(t, cmds, 4)
+	assert.Contains(t, cmds[0], "stack export --show-secrets", "preflight")
+	assert.Contains(t, cmds[1], " up ")
+
+	before = e.Stats().CLICalls
+	_, err = e.Outputs(tctx(t, time.Minute), stack)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, e.Stats().CLICalls-before, "Outputs: %q", next())
+
+	before = e.Stats().CLICalls
+	start := time.Now()
+	_, err = e.Status(tctx(t, time.Minute), stack)
+	wall := time.Since(start)
+	require.NoError(t, err)
+	after := e.Stats()
+	assert.EqualValues(t, 2, after.CLICalls-before, "Status: %q", next())
+	t.Logf("Status: wall %v", wall)
+
+	// A preview creating a stack spends the "fresh" skip; the Up after it reads the state.
+	const other = "cluster.budget-preview"
+	_, err = e.Preview(tctx(t, 2*time.Minute), Request{Stack: other, Program: emptyProgram})
+	require.NoError(t, err)
+	cmds = next()
+	assert.Zero(t, countCmd(cmds, "stack export"), "%q", cmds)
+	_, err = e.Up(tctx(t, 2*time.Minute), Request{Stack: other, Program: emptyProgram})
+	require.NoError(t, err)
+	cmds = next()
+	require.NotEmpty(t, cmds)
+	assert.Contains(t, cmds[0], "stack export --show-secrets", "preflight of a stack created earlier: %q", cmds)
+
+	// An engine start on a warm state dir runs nothing.
+	e2 := newEngine(t, Options{StateDir: e.opts.StateDir, PulumiPath: e.opts.pulumiBin})
+	assert.EqualValues(t, 0, e2.Stats().CLICalls)
+}
+
+// TestStackVersion: a change token read from the checkpoint file, no CLI process.
+func TestStackVersion(t *testing.T) {
+	e := newEngine(t, Options{})
+	ctx := context.Background()
+	const stack = "cluster.version"
+	_, ok := e.StackVersion(ctx, stack)
+	assert.False(t, ok, "no such stack yet")
+
+	_, err := e.Up(tctx(t, 2*time.Minute), Request{Stack: stack, Program: richOutputsProgram("v1")})
+	require.NoError(t, err)
+	dir := mustFileBackendDir(t, e.BackendURL())
+	cp := filepath.Join(dir, ".pulumi", "stacks", ProjectName, stack+".json")
+	_, err = os.Stat(cp)
+	require.NoError(t, err, "the checkpoint is where StackVersion looks")
+
+	before := e.Stats().CLICalls
+	v1, ok := e.StackVersion(ctx, stack)
+	require.True(t, ok)
+	v1again, ok := e.StackVersion(ctx, stack)
+	require.True(t, ok)
+	assert.Equal(t, v1, v1again, "stable while nothing runs")
+	assert.EqualValues(t, 0, e.Stats().CLICalls-before, "no CLI process")
+
+	_, err = e.Up(tctx(t, 2*time.Minute), Request{Stack: stack, Program: richOutputsProgram("v2")})
+	require.NoError(t, err)
+	v2, ok := e.StackVersion(ctx, stack)
+	require.True(t, ok)
+	assert.NotEqual(t, v1, v2, "an up that changes outputs")
+
+	_, err = e.Refresh(tctx(t, 2*time.Minute), Request{Stack: stack})
+	require.NoError(t, err)
+	v3, ok := e.StackVersion(ctx, stack)
+	require.True(t, ok)
+	assert.NotEqual(t, v2, v3, "a refresh writes the checkpoint")
+
+	_, ok = e.StackVersion(ctx, "bad name")
+	assert.False(t, ok)
+	_, ok = e.StackVersion(ctx, "cluster.missing")
+	assert.False(t, ok)
+
+	require.NoError(t, e.Remove(tctx(t, time.Minute), stack, true))
+	_, ok = e.StackVersion(ctx, stack)
+	assert.False(t, ok, "removed")
+
+	s3 := &Engine{opts: &resolved{Options: Options{BackendURL: "s3://bucket?region=us-east-1"}}}
+	_, ok = s3.StackVersion(ctx, stack)
+	assert.False(t, ok, "only file:// backends")
+}
+
+// TestStackVersionPicksNewestCheckpoint: like the CLI, the most recently written of
+// .json/.json.gz/.json.zst is the checkpoint.
+func TestStackVersionPicksNewestCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	e := &Engine{opts: &resolved{Options: Options{BackendURL: "file://" + dir + "?metadata=skip"}}}
+	stacks := filepath.Join(dir, ".pulumi", "stacks", ProjectName)
+	require.NoError(t, os.MkdirAll(stacks, 0o700))
+	plain := filepath.Join(stacks, "cluster.x.json")
+	require.NoError(t, os.WriteFile(plain, []byte("{}"), 0o600))
+	old := time.Now().Add(-time.Hour)
+	require.NoError(t, os.Chtimes(plain, old, old))
+	v1, ok := e.StackVersion(context.Background(), "cluster.x")
+	require.True(t, ok)
+	require.NoError(t, os.WriteFile(plain+".gz", []byte("gzipped"), 0o600))
+	v2, ok := e.StackVersion(context.Background(), "cluster.x")
+	require.True(t, ok)
+	assert.NotEqual(t, v1, v2)
+	fi, err := os.Stat(plain + ".gz")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(v2, strings.Join([]string{itoa(fi.ModTime().UnixNano()), itoa(fi.Size())}, "-")), v2)
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		assert.True(t, strings.HasSuffix(v2, "-"+itoa(int64(st.Ino))), v2)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
+)
+
+// Stack outputs in one CLI process. auto's StackOutputs runs `stack output --json` twice (once
+// with --show-secrets) and marks an output secret when its blinded rendering contains
+// "[secret]". Both renderings are derived from the root stack resource's outputs in the
+// checkpoint, which `stack export --show-secrets` already prints with every secret as
+// {sig: SecretSig, plaintext: <JSON>}. stackOutputs rebuilds both renderings from that one
+// export, the way the CLI does (v3.274.1, cmd/pulumi/stack/stack_output.go: MassageSecrets then
+// SerializeProperties), so the values and their secretness are exactly auto's.
+
+// stackOutputs reads a stack's outputs with one `stack export --show-secrets`.
+func (e *Engine) stackOutputs(ctx context.Context, ws auto.Workspace, stack string) (auto.OutputMap, error) {
+	dep, err := ws.ExportStack(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	return outputsFromDeployment(dep.Deployment)
+}
+
+// secretSentinel is what `stack output` prints for a secret without --show-secrets (and what
+// auto looks for to call an output secret).
+const secretSentinel = "[secret]"
+
+// outputsFromDeployment returns the root stack resource's outputs of a deployment exported with
+// --show-secrets.
+func outputsFromDeployment(raw json.RawMessage) (auto.OutputMap, error) {
+	out := auto.OutputMap{}
+	if len(raw) == 0 {
+		return out, nil // never updated: no checkpoint, no outputs
+	}
+	var doc struct {
+		Resources []struct {
+			Type    string         `json:"type"`
+			Parent  string         `json:"parent"`
+			Outputs map[string]any `json:"outputs"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("read state: %w", err)
+	}
+	for _, r := range doc.Resources {
+		if r.Type != string(resource.RootStackType) || r.Parent != "" {
+			continue
+		}
+		for k, v := range r.Outputs {
+			plain, err := revealValue(v)
+			if err != nil {
+				return nil, fmt.Errorf("output %q: %w", k, err)
+			}
+			blind, err := json.Marshal(blindValue(v))
+			if err != nil {
+				return nil, fmt.Errorf("output %q: %w", k, err)
+			}
+			out[k] = auto.OutputValue{Value: plain, Secret: strings.Contains(string(blind), secretSentinel)}
+		}
+		break
+	}
+	return out, nil
+}
+
+// sigOf is the Pulumi signature of a serialized special value ("" for plain values).
+func sigOf(v any) (map[string]any, string) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, ""
+	}
+	s, _ := m[resource.SigKey].(string)
+	return m, s
+}
+
+// revealValue is `stack output --show-secrets`' rendering of a serialized value: secrets
+// replaced by their (decoded, recursively revealed) plaintext.
+func revealValue(v any) (any, error) {
+	switch t := v.(type) {
+	case map[string]any:
+		switch _, s := sigOf(t); s {
+		case resource.SecretSig:
+			pt, ok := t["plaintext"].(string)
+			if !ok {
+				return nil, fmt.Errorf("secret is not decrypted")
+			}
+			var inner any
+			if err := json.Unmarshal([]byte(pt), &inner); err != nil {
+				return nil, fmt.Errorf("decode secret: %w", err)
+			}
+			return revealValue(inner)
+		case resource.ByteStringSig:
+			return byteStringDisplay(t)
+		}
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			r, err := revealValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			r, err := revealValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// blindValue is `stack output`'s rendering without --show-secrets: every secret is "[secret]".
+func blindValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		switch _, s := sigOf(t); s {
+		case resource.SecretSig:
+			return secretSentinel
+		case resource.ByteStringSig:
+			if d, err := byteStringDisplay(t); err == nil {
+				return d
+			}
+		}
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[k] = blindValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = blindValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// byteStringDisplay renders a string that is not valid UTF-8 as the CLI displays it:
+// b"<base64>" (the checkpoint stores the same bytes as {sig: ByteStringSig, value: <base64>}).
+func byteStringDisplay(m map[string]any) (string, error) {
+	s, _ := m["value"].(string)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", fmt.Errorf("decode byte string: %w", err)
+	}
+	return `b"` + base64.StdEncoding.EncodeToString(b) + `"`, nil
+}
+
+// upWorkspace is the stack's workspace as auto's Stack.Up sees it. After the update Up reads
+// the outputs through its workspace; this one does that with one CLI process instead of two.
+// Only Up uses it: Stack.Cancel needs the *LocalWorkspace itself.
+type upWorkspace struct {
+	*auto.LocalWorkspace
+	e *Engine
+}
+
+func (w upWorkspace) StackOutputs(ctx context.Context, stack string) (auto.OutputMap, error) {
+	return w.e.stackOutputs(ctx, w.LocalWorkspace, stack)
+}
+
+// SelectStack is a no-op: the stack is selected (or created) through the real workspace, and
+// every command names it with --stack, so making the Up stack must not cost a process.
+func (w upWorkspace) SelectStack(context.Context, string) error { return nil }
