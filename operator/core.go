@@ -31,6 +31,7 @@ type reconciler struct {
 	client  client.Client
 	runner  *runner.Runner
 	jobs    *jobs
+	digests *parentCache // parent stacks' digests (parentcache.go), shared like jobs
 	events  events.EventRecorder
 	wake    chan event.GenericEvent
 	timing  timing
@@ -158,7 +159,8 @@ func (r *reconciler) facts(ctx context.Context, obj Object, t runner.Target) (fa
 	return f, nil
 }
 
-// stackDigest reads a parent stack's outputs from the engine. The read shares the engine's
+// stackDigest returns a parent stack's outputs digest, from the operator's cache when the stack
+// did not change (parentcache.go), else read from the engine. The read shares the engine's
 // concurrency limit with running operations, so it is bounded: a busy engine must not hold a
 // worker.
 func (r *reconciler) stackDigest(ctx context.Context, stack string) (string, error) {
@@ -167,14 +169,7 @@ func (r *reconciler) stackDigest(ctx context.Context, stack string) (string, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.readTO)
 	defer cancel()
-	outs, err := r.runner.Engine().Outputs(ctx, stack)
-	if errors.Is(err, engine.ErrNotFound) {
-		return "", nil // no parent yet: the up reports WaitingForParent
-	}
-	if err != nil {
-		return "", err
-	}
-	return digestOf(stack, outs), nil
+	return r.digests.digest(ctx, r.runner.Engine(), stack, r.now())
 }
 
 func key(o client.Object) string {
@@ -193,7 +188,7 @@ func (r *reconciler) startUp(obj Object, t runner.Target, f facts, why string) {
 		j.parentDigest = st.ParentDigest // unknown now: keep what the last up ran against
 	}
 	snapshot := obj.DeepCopyObject().(Object)
-	r.start(t.Stack, j, func(ctx context.Context, j *job) {
+	r.start(t, j, func(ctx context.Context, j *job) {
 		j.outcome, j.err = r.up(ctx, snapshot, why, j.decision)
 	}, obj)
 	msg := "up running: " + why
@@ -226,7 +221,7 @@ func (r *reconciler) up(ctx context.Context, obj Object, why, decision string) (
 func (r *reconciler) startDrift(obj Object, t runner.Target) {
 	j := &job{kind: jobDrift, uid: obj.GetUID(), gen: obj.GetGeneration()}
 	snapshot := obj.DeepCopyObject().(Object)
-	r.start(t.Stack, j, func(ctx context.Context, j *job) {
+	r.start(t, j, func(ctx context.Context, j *job) {
 		j.drift, j.err = checkDrift(ctx, r.runner, snapshot, runner.Op{Door: engine.ManagedByOperator, Message: "tfrs operator: drift check"})
 	}, obj)
 }
@@ -235,7 +230,7 @@ func (r *reconciler) startDrift(obj Object, t runner.Target) {
 func (r *reconciler) startDestroy(obj Object, t runner.Target) {
 	j := &job{kind: jobDestroy, uid: obj.GetUID(), gen: obj.GetGeneration()}
 	snapshot := obj.DeepCopyObject().(Object)
-	r.start(t.Stack, j, func(ctx context.Context, j *job) {
+	r.start(t, j, func(ctx context.Context, j *job) {
 		j.outcome, j.err = r.runner.Destroy(ctx, snapshot, runner.Op{Door: engine.ManagedByOperator, Message: "tfrs operator: custom resource deleted"})
 	}, obj)
 	obj.GetStackStatus().LastOperation = &v1alpha1.Operation{Kind: v1alpha1.OperationDestroy, StartedAt: ptrTime(j.started)}
@@ -244,15 +239,18 @@ func (r *reconciler) startDestroy(obj Object, t runner.Target) {
 }
 
 // start hands a job to the table, with the in-flight gauge and a wake-up of the object when it
-// ends (through the controller's channel source; the poll requeue covers a lost one).
-func (r *reconciler) start(stack string, j *job, fn func(context.Context, *job), obj Object) {
+// ends (through the controller's channel source; the poll requeue covers a lost one). The
+// stacks the job may have changed (a personal tenant's up or destroy also runs its shared
+// stack) lose their cached digests before anyone can see the job done.
+func (r *reconciler) start(t runner.Target, j *job, fn func(context.Context, *job), obj Object) {
 	kind := string(r.kind.name)
 	stub := r.kind.newObj()
 	stub.SetNamespace(obj.GetNamespace())
 	stub.SetName(obj.GetName())
-	r.jobs.start(stack, j, func(ctx context.Context, j *job) {
+	r.jobs.start(t.Stack, j, func(ctx context.Context, j *job) {
 		operationsInFlight.WithLabelValues(kind).Inc()
 		defer operationsInFlight.WithLabelValues(kind).Dec()
+		defer r.digests.forget(t.Stack, t.Shared)
 		fn(ctx, j)
 	}, func() {
 		select {

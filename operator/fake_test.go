@@ -37,12 +37,15 @@ type fakeEngine struct {
 	preview []engine.Step
 	// decisions are those of the last Up that had any.
 	decisions map[string]engine.Decision
+	// seq numbers the stacks' changes: a stack's version is the number of its last one.
+	seq int
 }
 
 type fakeStack struct {
 	tags    map[string]string
 	outputs engine.Outputs
 	ready   bool
+	version int
 }
 
 func newFakeEngine() *fakeEngine {
@@ -116,6 +119,8 @@ func (f *fakeEngine) Up(ctx context.Context, req engine.Request) (*engine.Result
 		st.tags[k] = v
 	}
 	st.ready = true
+	f.seq++
+	st.version = f.seq
 	if st.outputs == nil {
 		st.outputs = engine.Outputs{
 			"host":     engine.NewOutput(req.Stack+".svc", false),
@@ -159,6 +164,8 @@ func (f *fakeEngine) Destroy(_ context.Context, req engine.Request) (*engine.Res
 		return nil, &engine.OpError{Op: engine.OpDestroy, Stack: req.Stack, Kind: engine.ErrNotFound}
 	}
 	f.stacks[req.Stack].ready = false
+	f.seq++
+	f.stacks[req.Stack].version = f.seq
 	return &engine.Result{Stack: req.Stack, Operation: engine.OpDestroy, Changes: engine.Changes{engine.StepDelete: 3}}, nil
 }
 
@@ -181,6 +188,15 @@ func (f *fakeEngine) Outputs(_ context.Context, stack string) (engine.Outputs, e
 		return nil, &engine.OpError{Op: engine.OpOutputs, Stack: stack, Kind: engine.ErrNotFound}
 	}
 	return st.outputs, nil
+}
+
+// Tags is Status's tags (the runner's door check reads only those).
+func (f *fakeEngine) Tags(ctx context.Context, stack string) (map[string]string, error) {
+	st, err := f.Status(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	return st.Tags, nil
 }
 
 func (f *fakeEngine) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
@@ -219,8 +235,38 @@ func (f *fakeEngine) put(stack string, by engine.ManagedBy, tags map[string]stri
 	for k, v := range tags {
 		t[k] = v
 	}
-	f.stacks[stack] = &fakeStack{tags: t, outputs: outs, ready: true}
+	f.seq++
+	f.stacks[stack] = &fakeStack{tags: t, outputs: outs, ready: true, version: f.seq}
 }
+
+// StackVersion is the real engine's cheap change token (a file:// backend's): it changes
+// whenever the stack does, none for a missing stack, and is not a logged call (it runs no CLI
+// process).
+func (f *fakeEngine) StackVersion(_ context.Context, stack string) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st := f.stacks[stack]; st != nil {
+		return fmt.Sprint(st.version), true
+	}
+	return "", false
+}
+
+// count counts the calls logged as call, e.g. "outputs cluster.main".
+func (f *fakeEngine) count(call string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// unversioned hides the fake's StackVersion, as an engine that cannot tell a stack's version:
+// only runner.Engine's methods are promoted.
+type unversioned struct{ runner.Engine }
 
 // reOutputErr matches stacks.TenantOutputsFromStack's complaints about one output.
 var reOutputErr = regexp.MustCompile(`output "([^"]+)" (is missing|is not a secret|.*want an integer|.*want a bool|.*want a string)`)
@@ -280,6 +326,7 @@ type harness struct {
 	c      client.Client
 	eng    *fakeEngine
 	jobs   *jobs
+	opts   Options
 	recs   map[string]*reconciler
 	events *events.FakeRecorder
 	clock  time.Time
@@ -300,15 +347,24 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 		events: events.NewFakeRecorder(1000), clock: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	h.jobs.now = h.now
 	t.Cleanup(func() { h.jobs.stop(); h.jobs.wg.Wait() })
-	o := Options{Engine: h.eng, Run: runner.Options{Parents: fakeParents{h.eng}}}
-	o.defaults()
-	rn := runner.New(h.eng, runOptions(h.c, o.Run))
+	h.opts = Options{Engine: h.eng, Run: runner.Options{Parents: fakeParents{h.eng}}}
+	h.opts.defaults()
+	rn := runner.New(h.eng, runOptions(h.c, h.opts.Run))
+	pc := newParentCache(digestTTL(h.opts.ResyncPeriod))
 	for _, k := range []*kind{clusterKind(), tenantKind(), serverKind()} {
-		r := newReconciler(k, h.c, rn, h.jobs, o)
+		r := newReconciler(k, h.c, rn, h.jobs, pc, h.opts)
 		r.events, r.now = h.events, h.now
 		h.recs[string(k.name)] = r
 	}
 	return h
+}
+
+// useEngine makes the reconcilers run on eng (the fake, wrapped) instead of the fake itself.
+func (h *harness) useEngine(eng runner.Engine) {
+	rn := runner.New(eng, runOptions(h.c, h.opts.Run))
+	for _, r := range h.recs {
+		r.runner = rn
+	}
 }
 
 func (h *harness) now() time.Time {

@@ -48,6 +48,8 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// ResyncPeriod is how often an unchanged Ready object is looked at again (default 10m):
 	// parents' outputs and drift checks are due then. It runs no engine operation by itself.
+	// A parent stack made outside the operator is read again only when the engine reports it
+	// changed, or, when the engine cannot tell, at most once per half period (parentcache.go).
 	ResyncPeriod time.Duration
 	// ParentPoll is how often an object waiting for its parent or for its dependents looks
 	// again (default 10s); the watches on parents and children usually wake it sooner.
@@ -90,13 +92,14 @@ type Operator struct {
 // Running is the number of stack operations running now.
 func (op *Operator) Running() int { return op.jobs.running() }
 
-// Setup adds the operator to mgr: the field indexes, the operation table and one controller
-// per kind, all of them the same core.
+// Setup adds the operator to mgr: the field indexes, the operation table, the parent digest
+// cache and one controller per kind, all of them the same core.
 func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, error) {
 	if o.Engine == nil {
 		return nil, errors.New("operator: an engine is required")
 	}
 	o.defaults()
+	registerEngineMetrics(o.Engine)
 	for _, ix := range fieldIndexes {
 		if err := mgr.GetFieldIndexer().IndexField(ctx, ix.obj, ix.field, ix.fn); err != nil {
 			return nil, err
@@ -107,9 +110,10 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	if err := mgr.Add(op.jobs); err != nil {
 		return nil, err
 	}
+	parents := newParentCache(digestTTL(o.ResyncPeriod))
 	rn := runner.New(o.Engine, runOptions(c, o.Run))
 	for _, k := range []*kind{clusterKind(), tenantKind(), serverKind()} {
-		r := newReconciler(k, c, rn, op.jobs, o)
+		r := newReconciler(k, c, rn, op.jobs, parents, o)
 		r.events = mgr.GetEventRecorder("tfrs-operator")
 		name := strings.ToLower(string(k.name))
 		copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
@@ -141,9 +145,9 @@ func runOptions(c client.Reader, run runner.Options) runner.Options {
 	return run
 }
 
-func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, o Options) *reconciler {
+func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *parentCache, o Options) *reconciler {
 	return &reconciler{
-		kind: k, client: c, runner: rn, jobs: js,
+		kind: k, client: c, runner: rn, jobs: js, digests: pc,
 		wake:    make(chan event.GenericEvent, 1024),
 		timing:  timing{Resync: o.ResyncPeriod, ParentPoll: o.ParentPoll, BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax},
 		poll:    o.JobPoll,

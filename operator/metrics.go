@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // The operator's metrics, served with controller-runtime's own on the manager's /metrics.
@@ -40,6 +42,17 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(operationsTotal, operationDuration, operationsInFlight, stacksFailing, resyncSkips)
+}
+
+// registerEngineMetrics exports the engine's own metrics (CLI processes and time) on the
+// manager's /metrics. The registry is global: with several operators in one process (tests)
+// the first engine's stay, which is harmless.
+func registerEngineMetrics(e any) {
+	if in, ok := e.(engine.Instrumented); ok {
+		for _, c := range in.Collectors() {
+			_ = metrics.Registry.Register(c)
+		}
+	}
 }
 
 // failingSet keeps the stacks-failing gauge exact: an object counts once however often it
