@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 )
 
@@ -127,4 +128,21 @@ func TestEveryInvalidFieldReported(t *testing.T) {
 	for _, f := range []string{"spec.foo", "status", "metadata.name", "spec.type"} {
 		require.True(t, hasField(p, f, ""), "missing %s in %+v", f, p.Errors)
 	}
+}
+
+// instrumented is an engine that exports metrics, as the real one does.
+type instrumented struct{ Engine }
+
+func (instrumented) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tfrs_engine_cli_processes_total", Help: "test",
+	}, func() float64 { return 7 })}
+}
+
+// TestEngineMetricsExported: an engine's own metrics (CLI processes) are on /metrics.
+func TestEngineMetricsExported(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Engine = instrumented{c.Engine} })
+	w := h.do(req{method: http.MethodGet, path: "/metrics", token: readerToken})
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Contains(t, w.Body.String(), "tfrs_engine_cli_processes_total 7")
 }

@@ -179,6 +179,15 @@ func (f *fake) Dependents(_ context.Context, t runner.Target) ([]string, error) 
 	return f.dependents, nil
 }
 
+// Tags is Status's tags (the runner's door check reads only those).
+func (f *fake) Tags(ctx context.Context, stack string) (map[string]string, error) {
+	st, err := f.Status(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	return st.Tags, nil
+}
+
 func (f *fake) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
 	f.record("Status " + stack)
 	f.mu.Lock()

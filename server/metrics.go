@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // metrics are the server's Prometheus metrics, on a registry of its own so that two servers
@@ -24,7 +26,7 @@ type metrics struct {
 	opsInflight *prometheus.GaugeVec
 }
 
-func newMetrics() *metrics {
+func newMetrics(eng any) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,6 +52,9 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.ops, m.opDuration, m.opsInflight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if in, ok := eng.(engine.Instrumented); ok {
+		m.reg.MustRegister(in.Collectors()...)
+	}
 	return m
 }
 

@@ -148,7 +148,7 @@ func New(cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, run: cfg.Runner, eng: cfg.Engine, specs: cfg.Specs,
-		auth: newAuthenticator(cfg.Tokens), m: newMetrics(), closing: make(chan struct{}),
+		auth: newAuthenticator(cfg.Tokens), m: newMetrics(cfg.Engine), closing: make(chan struct{}),
 	}
 	s.ops = newRegistry(cfg.OperationRetention, cfg.OperationTTL, s.log, s.m)
 	s.e = s.newEcho()

@@ -189,6 +189,9 @@ func registrySecretKeys(tc *v1alpha1.TFRCluster) []string {
 // Cluster is the cluster stack's program.
 func Cluster(in ClusterInput) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
+		if err := awaitTransforms(ctx); err != nil {
+			return err
+		}
 		outputs, err := clusterProgram(ctx, in)
 		if err != nil {
 			return err

@@ -153,6 +153,9 @@ type ServerInput struct {
 // Server is the server stack's program.
 func Server(in ServerInput) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
+		if err := awaitTransforms(ctx); err != nil {
+			return err
+		}
 		outputs, err := serverProgram(ctx, in)
 		if err != nil {
 			return err

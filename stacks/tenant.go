@@ -533,6 +533,9 @@ func TenantGraph(t *v1alpha1.TFRTenant) (*Graph, error) {
 // Tenant is the tenant stack's program.
 func Tenant(in TenantInput) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
+		if err := awaitTransforms(ctx); err != nil {
+			return err
+		}
 		outputs, err := tenantProgram(ctx, in)
 		if err != nil {
 			return err

@@ -66,6 +66,15 @@ func (f *fakeEngine) List(context.Context, string) ([]engine.StackSummary, error
 	return nil, nil
 }
 
+// Tags is Status's tags (the runner's door check reads only those).
+func (f *fakeEngine) Tags(ctx context.Context, stack string) (map[string]string, error) {
+	st, err := f.Status(ctx, stack)
+	if err != nil {
+		return nil, err
+	}
+	return st.Tags, nil
+}
+
 func (f *fakeEngine) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -190,6 +190,18 @@ func (p EngineParents) Tenant(ctx context.Context, stack string) (stacks.TenantO
 }
 
 func (p EngineParents) ready(ctx context.Context, stack string) (engine.Outputs, error) {
+	// The outputs are read alongside the status (each is a CLI process): a parent is ready far
+	// more often than not, and a read of a parent that is not is simply discarded.
+	type read struct {
+		out engine.Outputs
+		err error
+	}
+	outputs := make(chan read, 1)
+	go func() {
+		out, err := p.Engine.Outputs(ctx, stack)
+		outputs <- read{out, err}
+	}()
+	defer func() { <-outputs }() // never leave the read running past the caller
 	st, err := p.Engine.Status(ctx, stack)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil, &ParentError{Stack: stack, Reason: "its stack does not exist yet"}
@@ -204,5 +216,7 @@ func (p EngineParents) ready(ctx context.Context, stack string) (engine.Outputs,
 		}
 		return nil, &ParentError{Stack: stack, Reason: reason}
 	}
-	return p.Engine.Outputs(ctx, stack)
+	rd := <-outputs
+	outputs <- rd // for the deferred drain
+	return rd.out, rd.err
 }

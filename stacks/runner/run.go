@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -28,6 +29,7 @@ type Engine interface {
 	Remove(ctx context.Context, stack string, force bool) error
 	Outputs(ctx context.Context, stack string) (engine.Outputs, error)
 	Status(ctx context.Context, stack string) (*engine.StackStatus, error)
+	Tags(ctx context.Context, stack string) (map[string]string, error)
 	List(ctx context.Context, prefix string) ([]engine.StackSummary, error)
 }
 
@@ -174,13 +176,21 @@ func (r *Runner) apply(ctx context.Context, obj Object, op Op, kind engine.OpKin
 	if err != nil {
 		return nil, err
 	}
+	// The door check and the parent reads are independent CLI reads: run them at once. No
+	// stack operation starts before the door check passed, and its refusal wins over any
+	// parent error, exactly as if it had run first.
+	door := make(chan error, 1)
 	if kind == engine.OpUp {
-		if err := r.checkDoor(ctx, t.Stack, op.Door); err != nil {
-			return nil, err
-		}
+		go func() { door <- r.checkDoor(ctx, t.Stack, op.Door) }()
+	} else {
+		door <- nil
 	}
+	doorErr := sync.OnceValue(func() error { return <-door })
 	out := &Outcome{Target: t}
 	run := func(stack string, prog programFunc, tags map[string]string) error {
+		if err := doorErr(); err != nil {
+			return err
+		}
 		req := r.request(stack, prog, op, tags)
 		var res *engine.Result
 		var err error
@@ -199,6 +209,9 @@ func (r *Runner) apply(ctx context.Context, obj Object, op Op, kind engine.OpKin
 		err = r.applyTenant(ctx, t, x, kind, run)
 	case *v1alpha1.TFRServer:
 		err = r.applyServer(ctx, t, x, run)
+	}
+	if derr := doorErr(); derr != nil {
+		return nil, derr
 	}
 	return out, err
 }
@@ -285,14 +298,14 @@ func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.Manage
 	if door == "" {
 		return nil
 	}
-	st, err := r.eng.Status(ctx, stack)
+	tags, err := r.eng.Tags(ctx, stack) // one CLI process; Status would read the history too
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	owner := st.ManagedBy
+	owner := engine.ManagedBy(tags[engine.TagManagedBy])
 	if owner == "" || owner == door {
 		return nil
 	}
