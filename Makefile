@@ -44,8 +44,12 @@ vet:
 test: tools ## unit + integration tests (real control plane, Pulumi engine, S3 server)
 	bash hack/test.sh $(GO_TEST_FLAGS) $(PKGS)
 
-bench: tools ## benchmarks; results also go to bench-results.txt
-	go test -run '^$$' -bench . -benchtime 3x -timeout 60m ./... | tee bench-results.txt
+# BENCH_FLAGS: e.g. -rounds 1 -scale 1,10 -idle 10 for a quick look (see go run ./test/bench -h).
+BENCH_FLAGS ?=
+bench: tools build ## tfrs against the floor (kubectl), idle cost, scale, memory: table on stdout and in bench-results.md
+	go run ./test/bench -tfrs bin/tfrs -out bench-results.md $(BENCH_FLAGS)
+	@echo; echo "engine micro-benchmarks (CLI processes and time per operation):"
+	go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./stacks/engine/ | tee bench-engine.txt
 
 demo: tools build ## the main job on the embedded default: a local control plane + file:// state, the whole story
 	./bin/tfrs dev --demo

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+)
+
+// provision compares, round by round, `tfrs up` of an enterprise tenant from nothing with the
+// floor for the same spec under another name (so both exist side by side), then an unchanged
+// `tfrs preview` of the first with `kubectl diff` of the second. The order alternates each
+// round so neither side always runs on a warmer API server.
+func (b *bench) provision(ctx context.Context) error {
+	var ups, floors, previews, diffs []time.Duration
+	objects := 0
+	for r := 1; r <= b.cfg.rounds; r++ {
+		up := b.tenant(fmt.Sprintf("up%d", r), false)
+		floor := b.tenant(fmt.Sprintf("floor%d", r), false)
+		upFile, err := b.writeObjects(up.Name+".yaml", up)
+		if err != nil {
+			return err
+		}
+		floorFile, err := b.writeObjects(floor.Name+".yaml", floor)
+		if err != nil {
+			return err
+		}
+		renderDir := filepath.Join(b.dir, "render", floor.Name)
+		if _, err := b.tfrs(ctx, "render-"+floor.Name, "render", "-f", floorFile, "-o", renderDir); err != nil {
+			return err
+		}
+		ms, err := readManifests(renderDir)
+		if err != nil {
+			return err
+		}
+		objects = len(ms)
+
+		runUp := func() error {
+			logf("round %d: tfrs up %s", r, up.Name)
+			d, err := b.tfrs(ctx, "up-"+up.Name, "up", "-f", upFile)
+			ups = append(ups, d)
+			return err
+		}
+		runFloor := func() error {
+			logf("round %d: kubectl apply --server-side + waits, %d manifests of %s", r, len(ms), floor.Name)
+			start := time.Now()
+			err := b.floorApply(ctx, ms)
+			floors = append(floors, time.Since(start))
+			return err
+		}
+		order := []func() error{runUp, runFloor}
+		if r%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, f := range order {
+			if err := f(); err != nil {
+				return err
+			}
+		}
+
+		logf("round %d: tfrs preview %s (unchanged) and kubectl diff --server-side", r, up.Name)
+		d, err := b.tfrs(ctx, "preview-"+up.Name, "preview", "-f", upFile, "--detailed-exitcode")
+		if err != nil {
+			return fmt.Errorf("preview of an unchanged tenant must report no changes: %w", err)
+		}
+		previews = append(previews, d)
+		start := time.Now()
+		clean, err := b.floorDiff(ctx, ms)
+		if err != nil {
+			return err
+		}
+		diffs = append(diffs, time.Since(start))
+		if !clean {
+			b.report.note("round %d: kubectl diff reported differences on the freshly applied manifests", r)
+		}
+	}
+	b.report.ratio("1", fmt.Sprintf("enterprise tenant from nothing (%d objects), median of %d", objects, b.cfg.rounds),
+		"tfrs up", median(ups), "kubectl apply --server-side + waits", median(floors), 2.0)
+	b.report.ratio("2", fmt.Sprintf("unchanged tenant preview, median of %d", b.cfg.rounds),
+		"tfrs preview", median(previews), "kubectl diff --server-side", median(diffs), 1.5)
+	b.report.note("1: tfrs up per round %v; floor %v", fmtDurations(ups), fmtDurations(floors))
+	b.report.note("2: tfrs preview per round %v; kubectl diff %v", fmtDurations(previews), fmtDurations(diffs))
+	return nil
+}
+
+// tenant is a defaulted enterprise tenant of the bench cluster whose charts are the offline
+// stand-ins; lean switches its optional components off (testenv.Lean).
+func (b *bench) tenant(name string, lean bool) *v1alpha1.TFRTenant {
+	tt := testenv.StandInTenant(crNamespace, name, clusterName)
+	if lean {
+		testenv.Lean(tt)
+	}
+	return tt
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// percentile is the nearest-rank percentile (p in 0..100).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func fmtDurations(ds []time.Duration) string {
+	out := ""
+	for i, d := range ds {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%.1f", d.Seconds())
+	}
+	return "[" + out + "] s"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return fmt.Sprintf("%x", b)
+}
