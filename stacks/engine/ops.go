@@ -358,17 +358,6 @@ func (e *Engine) Tags(ctx context.Context, stack string) (map[string]string, err
 	return tags, err
 }
 
-// ManagedBy returns the door that created the stack ("" for stacks made outside tfrs).
-func (e *Engine) ManagedBy(ctx context.Context, stack string) (ManagedBy, error) {
-	var by ManagedBy
-	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
-		v, err := ws.ListTags(ctx, stack)
-		by = ManagedBy(v[TagManagedBy])
-		return err
-	})
-	return by, err
-}
-
 // history runs `stack history` without --show-secrets (auto's History shows them by default).
 func (e *Engine) history(ctx context.Context, ws auto.Workspace, stack string, n int) ([]HistoryEntry, error) {
 	stdout, stderr, code, err := e.cli.Run(ctx, ws.WorkDir(), nil, nil, nil, nil,

@@ -32,9 +32,9 @@ func TestOperations(t *testing.T) {
 	pv, err := e.Preview(tctx(t, 3*time.Minute), req("v1"))
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, pv.Changes[StepCreate], 4, "namespace + 3 ConfigMaps")
-	by, err := e.ManagedBy(tctx(t, time.Minute), stack)
+	tags, err := e.Tags(tctx(t, time.Minute), stack)
 	require.NoError(t, err)
-	assert.Equal(t, ManagedBy(""), by, "a preview does not claim the stack")
+	assert.Empty(t, tags[TagManagedBy], "a preview does not claim the stack")
 
 	up, err := e.Up(tctx(t, 3*time.Minute), req("v1"))
 	require.NoError(t, err)
