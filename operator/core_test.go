@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // metricValue reads a counter or gauge (prometheus' testutil pulls a module this build lacks).
@@ -157,8 +158,8 @@ func TestChildWaitsForParentAndRerunsWhenItsOutputsChange(t *testing.T) {
 	// The cluster's outputs change: its tenant runs again, and then — because the tenant's
 	// outputs changed too — the server.
 	h.eng.mu.Lock()
-	h.eng.stacks["cluster.main"].outputs = engine.Outputs{"host": engine.NewOutput("moved", false)}
-	h.eng.stacks["tenant.acme.acme"].outputs = engine.Outputs{"host": engine.NewOutput("moved-too", false)}
+	h.eng.stacks["cluster.main"].outputs = program.Outputs{"host": program.NewOutput("moved", false)}
+	h.eng.stacks["tenant.acme.acme"].outputs = program.Outputs{"host": program.NewOutput("moved-too", false)}
 	h.eng.mu.Unlock()
 	update(t, h, c, func() {
 		c.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "1"}
@@ -186,7 +187,7 @@ func TestParentMadeOverHTTPIsReadFromTheEngine(t *testing.T) {
 	assert.Equal(t, 10*time.Second, res.RequeueAfter, "a missing parent stack is polled, not retried at once")
 	assert.Empty(t, h.eng.ops(), "the runner found the parent missing before any up")
 
-	h.eng.put("tenant.acme.acme", engine.ManagedByAPI, nil, engine.Outputs{"host": engine.NewOutput("a", false)})
+	h.eng.put("tenant.acme.acme", engine.ManagedByAPI, nil, program.Outputs{"host": program.NewOutput("a", false)})
 	h.advance(11 * time.Second)
 	h.settle(s)
 	h.get(s)
@@ -195,7 +196,7 @@ func TestParentMadeOverHTTPIsReadFromTheEngine(t *testing.T) {
 	h.reconcile(s)
 	assert.Len(t, h.eng.ops(), 1, "same parent outputs: nothing runs")
 
-	h.eng.put("tenant.acme.acme", engine.ManagedByAPI, nil, engine.Outputs{"host": engine.NewOutput("b", false)})
+	h.eng.put("tenant.acme.acme", engine.ManagedByAPI, nil, program.Outputs{"host": program.NewOutput("b", false)})
 	h.settle(s)
 	assert.Len(t, h.eng.ops(), 2, "the HTTP tenant's outputs changed: the server runs again")
 }

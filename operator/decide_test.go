@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -151,10 +152,10 @@ func TestClassify(t *testing.T) {
 
 func TestOutputsNeverShowSecrets(t *testing.T) {
 	out := &runner.Outcome{Target: runner.Target{Stack: "tenant.a.b"}, Stacks: []runner.StackResult{{Stack: "tenant.a.b", Result: &engine.Result{
-		Outputs: engine.Outputs{
-			"host":     engine.NewOutput("pg.a.svc", false),
-			"port":     engine.NewOutput(5432.0, false),
-			"password": engine.NewOutput("hunter2-hunter2", true),
+		Outputs: program.Outputs{
+			"host":     program.NewOutput("pg.a.svc", false),
+			"port":     program.NewOutput(5432.0, false),
+			"password": program.NewOutput("hunter2-hunter2", true),
 		}}}}}
 	plain := plainOutputs(out)
 	assert.Equal(t, map[string]string{"host": "pg.a.svc", "port": "5432"}, plain)
@@ -163,7 +164,7 @@ func TestOutputsNeverShowSecrets(t *testing.T) {
 	require.Len(t, d1, 16)
 	assert.NotContains(t, d1, "hunter2")
 	// A rotated password changes the digest, so children run again.
-	out.Stacks[0].Result.Outputs["password"] = engine.NewOutput("rotated-rotated", true)
+	out.Stacks[0].Result.Outputs["password"] = program.NewOutput("rotated-rotated", true)
 	assert.NotEqual(t, d1, outputsDigest(out))
 	assert.Equal(t, digestOf("tenant.a.b", out.Stacks[0].Result.Outputs), outputsDigest(out), "engine reads and up results digest alike")
 }

@@ -22,7 +22,9 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // fakeEngine stands in for *engine.Engine under the real runner: stacks are records in memory,
@@ -43,7 +45,7 @@ type fakeEngine struct {
 
 type fakeStack struct {
 	tags    map[string]string
-	outputs engine.Outputs
+	outputs program.Outputs
 	ready   bool
 	version int
 }
@@ -122,12 +124,12 @@ func (f *fakeEngine) Up(ctx context.Context, req engine.Request) (*engine.Result
 	f.seq++
 	st.version = f.seq
 	if st.outputs == nil {
-		st.outputs = engine.Outputs{
-			"host":     engine.NewOutput(req.Stack+".svc", false),
-			"port":     engine.NewOutput(5432.0, false),
-			"password": engine.NewOutput(secretOutput, true),
+		st.outputs = program.Outputs{
+			"host":     program.NewOutput(req.Stack+".svc", false),
+			"port":     program.NewOutput(5432.0, false),
+			"password": program.NewOutput(secretOutput, true),
 		}
-		if strings.HasPrefix(req.Stack, engine.LevelTenant+".") {
+		if strings.HasPrefix(req.Stack, stackname.LevelTenant+".") {
 			st.outputs = tenantStackOutputs(st.outputs)
 		}
 	}
@@ -179,7 +181,7 @@ func (f *fakeEngine) Remove(_ context.Context, stack string, _ bool) error {
 	return nil
 }
 
-func (f *fakeEngine) Outputs(_ context.Context, stack string) (engine.Outputs, error) {
+func (f *fakeEngine) Outputs(_ context.Context, stack string) (program.Outputs, error) {
 	f.begin(engine.OpOutputs, stack)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -228,7 +230,7 @@ func (f *fakeEngine) List(_ context.Context, prefix string) ([]engine.StackSumma
 }
 
 // put makes a stack as another door would.
-func (f *fakeEngine) put(stack string, by engine.ManagedBy, tags map[string]string, outs engine.Outputs) {
+func (f *fakeEngine) put(stack string, by engine.ManagedBy, tags map[string]string, outs program.Outputs) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := map[string]string{engine.TagManagedBy: string(by)}
@@ -274,7 +276,7 @@ var reOutputErr = regexp.MustCompile(`output "([^"]+)" (is missing|is not a secr
 // tenantStackOutputs completes outs until stacks.TenantOutputsFromStack accepts them (a
 // personal tenant's member stack reads its shared stack's outputs), whatever fields the
 // tenant outputs gain later.
-func tenantStackOutputs(outs engine.Outputs) engine.Outputs {
+func tenantStackOutputs(outs program.Outputs) program.Outputs {
 	for range 500 {
 		_, err := stacks.TenantOutputsFromStack(outs)
 		if err == nil {
@@ -286,13 +288,13 @@ func tenantStackOutputs(outs engine.Outputs) engine.Outputs {
 		}
 		switch k := m[1]; {
 		case m[2] == "is not a secret":
-			outs[k] = engine.NewOutput(secretOutput, true)
+			outs[k] = program.NewOutput(secretOutput, true)
 		case strings.HasSuffix(m[2], "integer"):
-			outs[k] = engine.NewOutput(1.0, false)
+			outs[k] = program.NewOutput(1.0, false)
 		case strings.HasSuffix(m[2], "bool"):
-			outs[k] = engine.NewOutput(true, false)
+			outs[k] = program.NewOutput(true, false)
 		default:
-			outs[k] = engine.NewOutput("v-"+k, false)
+			outs[k] = program.NewOutput("v-"+k, false)
 		}
 	}
 	panic("tenant outputs never complete")

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -28,7 +29,7 @@ func cliTenants(t *testing.T, n int, wrap func(*fakeEngine) runner.Engine) (*har
 	if wrap != nil {
 		h.useEngine(wrap(h.eng))
 	}
-	h.eng.put(cliCluster, engine.ManagedByCLI, nil, engine.Outputs{"host": engine.NewOutput("a", false)})
+	h.eng.put(cliCluster, engine.ManagedByCLI, nil, program.Outputs{"host": program.NewOutput("a", false)})
 	for _, o := range objs {
 		h.settle(o)
 	}
@@ -55,7 +56,7 @@ func TestParentDigestIsReadOncePerVersion(t *testing.T) {
 	assert.Equal(t, 1, reads(), "an unchanged version: no read, however old the digest")
 	assert.Len(t, h.eng.ops(), n, "and nothing runs")
 
-	h.eng.put(cliCluster, engine.ManagedByCLI, nil, engine.Outputs{"host": engine.NewOutput("b", false)})
+	h.eng.put(cliCluster, engine.ManagedByCLI, nil, program.Outputs{"host": program.NewOutput("b", false)})
 	for _, o := range tenants {
 		h.settle(o)
 	}
@@ -79,7 +80,7 @@ func TestParentDigestWithoutVersionLastsTheTTL(t *testing.T) {
 	assert.Equal(t, 1, reads(), "within the TTL the cached digest serves")
 
 	// A change made outside the operator is seen once the TTL has passed.
-	h.eng.put(cliCluster, engine.ManagedByCLI, nil, engine.Outputs{"host": engine.NewOutput("b", false)})
+	h.eng.put(cliCluster, engine.ManagedByCLI, nil, program.Outputs{"host": program.NewOutput("b", false)})
 	resyncAll(h, tenants)
 	assert.Equal(t, 1, reads())
 	assert.Len(t, h.eng.ops(), n, "not seen yet")
@@ -109,7 +110,7 @@ func TestOperatorJobOnParentStackDropsItsDigest(t *testing.T) {
 	// An operation of this operator on the parent's stack (its outputs change) ends...
 	j := &job{kind: jobUp}
 	h.recs["TFRCluster"].start(runner.Target{Stack: cliCluster}, j, func(context.Context, *job) {
-		h.eng.put(cliCluster, engine.ManagedByCLI, nil, engine.Outputs{"host": engine.NewOutput("c", false)})
+		h.eng.put(cliCluster, engine.ManagedByCLI, nil, program.Outputs{"host": program.NewOutput("c", false)})
 	}, newCluster("main"))
 	<-j.done
 	h.jobs.take(cliCluster)

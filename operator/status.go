@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -166,13 +167,13 @@ func outputsDigest(out *runner.Outcome) string {
 }
 
 // digestOf is outputsDigest for outputs read from the engine (a parent made over HTTP).
-func digestOf(stack string, outs engine.Outputs) string {
+func digestOf(stack string, outs program.Outputs) string {
 	h := sha256.New()
 	writeOutputs(h, stack, outs)
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-func writeOutputs(h interface{ Write([]byte) (int, error) }, stack string, outs engine.Outputs) {
+func writeOutputs(h interface{ Write([]byte) (int, error) }, stack string, outs program.Outputs) {
 	fmt.Fprintf(h, "stack %q\n", stack)
 	for _, k := range outs.Keys() {
 		b, _ := json.Marshal(outs[k].Reveal())

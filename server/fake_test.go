@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -26,7 +27,7 @@ import (
 type fake struct {
 	mu         sync.Mutex
 	stacks     map[string]*engine.StackStatus
-	outputs    map[string]engine.Outputs
+	outputs    map[string]program.Outputs
 	calls      []string
 	upErr      error
 	previewErr error
@@ -38,13 +39,13 @@ type fake struct {
 	// entered receives once per Up/Destroy that reached the gate.
 	entered chan string
 	// upOutputs are the outputs Up gives the stack.
-	upOutputs engine.Outputs
+	upOutputs program.Outputs
 	// previewSteps are the steps Preview reports.
 	previewSteps []engine.Step
 }
 
 func newFake() *fake {
-	return &fake{stacks: map[string]*engine.StackStatus{}, outputs: map[string]engine.Outputs{}, entered: make(chan string, 100)}
+	return &fake{stacks: map[string]*engine.StackStatus{}, outputs: map[string]program.Outputs{}, entered: make(chan string, 100)}
 }
 
 func (f *fake) record(call string) {
@@ -203,7 +204,7 @@ func (f *fake) Status(_ context.Context, stack string) (*engine.StackStatus, err
 	return &cp, nil
 }
 
-func (f *fake) Outputs(_ context.Context, stack string) (engine.Outputs, error) {
+func (f *fake) Outputs(_ context.Context, stack string) (program.Outputs, error) {
 	f.record("Outputs " + stack)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -264,10 +265,10 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 	// The cluster "dev" and the tenant tfrs-system/acme exist and are ready (made by the CLI).
 	f.addStack("cluster.dev", engine.ManagedByCLI, true, nil)
 	f.addStack("tenant.tfrs-system.acme", engine.ManagedByCLI, true, map[string]string{engine.TagParent: "cluster.dev"})
-	f.upOutputs = engine.Outputs{
-		"postgresHost":     engine.NewOutput("acme-pg-rw", false),
-		"postgresPort":     engine.NewOutput(5432.0, false),
-		"postgresPassword": engine.NewOutput("s3cr3t-pg-password-value", true),
+	f.upOutputs = program.Outputs{
+		"postgresHost":     program.NewOutput("acme-pg-rw", false),
+		"postgresPort":     program.NewOutput(5432.0, false),
+		"postgresPassword": program.NewOutput("s3cr3t-pg-password-value", true),
 	}
 	h := &harness{t: t, f: f, specs: NewMemorySpecStore(), logs: &syncBuffer{}}
 	cfg := Config{

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // RedactedValue stands in for every secret value in responses and stored records. A request
@@ -174,11 +174,11 @@ type ref struct {
 func (r ref) stack() (string, error) {
 	switch r.k.kind {
 	case runner.KindCluster:
-		return engine.ClusterStack(r.name)
+		return stackname.Cluster(r.name)
 	case runner.KindTenant:
-		return engine.TenantStack(r.namespace, r.name)
+		return stackname.Tenant(r.namespace, r.name)
 	default:
-		return engine.ServerStack(r.namespace, r.name)
+		return stackname.Server(r.namespace, r.name)
 	}
 }
 
@@ -186,11 +186,11 @@ func (r ref) stack() (string, error) {
 func (r ref) stackPrefix() string {
 	switch r.k.kind {
 	case runner.KindCluster:
-		return engine.LevelCluster + "."
+		return stackname.LevelCluster + "."
 	case runner.KindTenant:
-		return engine.LevelTenant + "." + r.namespace + "."
+		return stackname.LevelTenant + "." + r.namespace + "."
 	default:
-		return engine.LevelServer + "." + r.namespace + "."
+		return stackname.LevelServer + "." + r.namespace + "."
 	}
 }
 

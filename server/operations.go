@@ -18,6 +18,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -461,7 +462,7 @@ func (r *registry) running() int {
 }
 
 // redactOutputs turns stack outputs into response values, secrets replaced.
-func redactOutputs(outs engine.Outputs) map[string]any {
+func redactOutputs(outs program.Outputs) map[string]any {
 	m := make(map[string]any, len(outs))
 	for k, o := range outs {
 		if o.Secret {

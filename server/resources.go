@@ -21,6 +21,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // ResourceView is the JSON of one resource: the CR document the API was sent (secret values
@@ -325,7 +326,7 @@ func (h resources) belongs(r ref, rec *Record, st *engine.StackStatus) bool {
 	if rec != nil {
 		return rec.Parent == r.tenant
 	}
-	parent, err := engine.TenantStack(r.namespace, r.tenant)
+	parent, err := stackname.Tenant(r.namespace, r.tenant)
 	return err == nil && st.Tags[engine.TagParent] == parent
 }
 

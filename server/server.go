@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -38,7 +39,7 @@ type Runner interface {
 // Engine is the read side of *engine.Engine the API needs.
 type Engine interface {
 	Status(ctx context.Context, stack string) (*engine.StackStatus, error)
-	Outputs(ctx context.Context, stack string) (engine.Outputs, error)
+	Outputs(ctx context.Context, stack string) (program.Outputs, error)
 	List(ctx context.Context, prefix string) ([]engine.StackSummary, error)
 }
 

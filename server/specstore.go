@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Record is what the API keeps of an object sent to it: the document (apiVersion, kind,
@@ -70,7 +70,7 @@ func NewFileSpecStore(dir string) (*FileSpecStore, error) {
 // path maps a stack name to its file. Stack names never hold a path separator (the engine's
 // naming rules), which ValidateStackName checks again so no name can leave the directory.
 func (s *FileSpecStore) path(stack string) (string, error) {
-	if err := engine.ValidateStackName(stack); err != nil {
+	if err := stackname.Validate(stack); err != nil {
 		return "", err
 	}
 	return filepath.Join(s.dir, stack+".json"), nil

@@ -9,7 +9,7 @@ package stacks
 // robots, so it gets its own PostgreSQL role and schema (db-init), bucket and MinIO user
 // (minio-init), RabbitMQ vhost and user (confz), Redis key prefix, and an AuthorizationPolicy
 // that lets only the gateway reach its API, and only for its X-TF-RobotId. Those credentials
-// are generated once per server stack (engine.Credential) and stay stable. A robot of an
+// are generated once per server stack (program.Credential) and stay stable. A robot of an
 // enterprise tenant uses the tenant's own logins.
 
 import (
@@ -29,7 +29,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/server"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/stacks/confz"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // Node ids of the server graph: the Pulumi names of the components and what `tfrs graph`
@@ -117,7 +117,7 @@ func ServerOutputKeys() []string {
 	return keys
 }
 
-// Names of a personal robot's generated credentials (engine.Credential), kept in its server
+// Names of a personal robot's generated credentials (program.Credential), kept in its server
 // stack's state.
 const (
 	CredentialRobotPostgresPassword = "robot-postgresql-password"
@@ -308,7 +308,7 @@ func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error)
 		CredentialRobotRabbitMQPassword: &c.rabbitmq,
 		CredentialRobotMinIOSecretKey:   &c.minioSecret,
 	} {
-		v, err := engine.Credential(ctx, name)
+		v, err := program.Credential(ctx, name)
 		if err != nil {
 			return nil, err
 		}

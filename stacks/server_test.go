@@ -28,7 +28,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 	"github.com/tfrs-io/tfrs-operator/stacks/confz"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // serverRun is one run of the server program under mocks.
@@ -290,7 +290,7 @@ func TestServerEnterprise(t *testing.T) {
 		dig(t, plainInputs(r.m.find(t, "kubernetes:core/v1:Secret", ServerConfz+"-secret").Inputs), "stringData", server.ConfzKey).(string)))
 
 	// An enterprise robot uses the tenant's logins: no identity of its own, no isolation policy.
-	for _, typ := range []string{"kubernetes:rabbitmq.com/v1beta1:Vhost", "kubernetes:security.istio.io/v1:AuthorizationPolicy", engine.CredentialType} {
+	for _, typ := range []string{"kubernetes:rabbitmq.com/v1beta1:Vhost", "kubernetes:security.istio.io/v1:AuthorizationPolicy", program.CredentialType} {
 		if n := len(r.m.all(typ)); n != 0 {
 			t.Errorf("%d %s in an enterprise robot", n, typ)
 		}
@@ -313,7 +313,7 @@ func TestServerPersonal(t *testing.T) {
 
 		// Its own credentials, generated once per server stack.
 		var creds []string
-		for _, c := range r.m.all(engine.CredentialType) {
+		for _, c := range r.m.all(program.CredentialType) {
 			creds = append(creds, c.Name)
 		}
 		sort.Strings(creds)

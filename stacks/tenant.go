@@ -36,7 +36,8 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/stacks/confz"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Node ids of the tenant graph (the seeds' TFRTenant deployment order): the Pulumi names of
@@ -158,7 +159,7 @@ const (
 	personalSharedName = "_shared"
 )
 
-// Names of the generated credentials (engine.Credential), one per secret the stack owns.
+// Names of the generated credentials (program.Credential), one per secret the stack owns.
 // They are keyed by name in the stack's state, so changing any other part of the spec never
 // regenerates them.
 const (
@@ -206,7 +207,7 @@ type TenantCluster struct {
 
 // TenantClusterFromStack reads a TenantCluster from the cluster stack's outputs, checking
 // every key and type.
-func TenantClusterFromStack(out engine.Outputs) (TenantCluster, error) {
+func TenantClusterFromStack(out program.Outputs) (TenantCluster, error) {
 	return tenantClusterFrom(engineLookup(out))
 }
 
@@ -311,7 +312,7 @@ func TenantOutputKeys() map[string]bool {
 
 // TenantOutputsFromStack reads TenantOutputs from a tenant stack's outputs, checking every key,
 // its type and that secret keys are secret.
-func TenantOutputsFromStack(out engine.Outputs) (TenantOutputs, error) {
+func TenantOutputsFromStack(out program.Outputs) (TenantOutputs, error) {
 	return tenantOutputsFrom(engineLookup(out))
 }
 
@@ -354,7 +355,7 @@ func (o *TenantOutputs) pulumiMap() pulumi.Map {
 // and whether it exists.
 type outputLookup func(key string) (value any, secret, ok bool)
 
-func engineLookup(out engine.Outputs) outputLookup {
+func engineLookup(out program.Outputs) outputLookup {
 	return func(key string) (any, bool, bool) {
 		v, ok := out[key]
 		return v.Reveal(), v.Secret, ok
@@ -451,10 +452,10 @@ type TenantInput struct {
 // personal tenants of jobType.
 func PersonalSharedStack(jobType string) (string, error) {
 	if jobType == "" {
-		return "", fmt.Errorf("%w: empty job type", engine.ErrInvalidName)
+		return "", fmt.Errorf("%w: empty job type", stackname.ErrInvalid)
 	}
-	name := engine.LevelTenant + "." + v1alpha1.PersonalNamespacePrefix + jobType + "." + personalSharedName
-	if err := engine.ValidateStackName(name); err != nil {
+	name := stackname.LevelTenant + "." + v1alpha1.PersonalNamespacePrefix + jobType + "." + personalSharedName
+	if err := stackname.Validate(name); err != nil {
 		return "", err
 	}
 	return name, nil
@@ -466,7 +467,7 @@ func TenantStackNames(t *v1alpha1.TFRTenant) (own, shared string, err error) {
 	if t == nil {
 		return "", "", errors.New("tenant stack names: nil TFRTenant")
 	}
-	if own, err = engine.TenantStack(t.Namespace, t.Name); err != nil {
+	if own, err = stackname.Tenant(t.Namespace, t.Name); err != nil {
 		return "", "", err
 	}
 	if t.Spec.Type == v1alpha1.TenantPersonal {
@@ -777,11 +778,11 @@ func registerTenant(ctx *pulumi.Context, t *v1alpha1.TFRTenant, p *tenantPlan, g
 			if ref := s.Credentials.MinIO; ref != nil {
 				login.ExistingSecret = ref.ExistingSecret
 			} else {
-				user, err := engine.Credential(ctx, CredentialMinIORootUser, engine.WithLength(20))
+				user, err := program.Credential(ctx, CredentialMinIORootUser, program.WithLength(20))
 				if err != nil {
 					return nil, err
 				}
-				pw, err := engine.Credential(ctx, CredentialMinIORootPass)
+				pw, err := program.Credential(ctx, CredentialMinIORootPass)
 				if err != nil {
 					return nil, err
 				}
@@ -970,13 +971,13 @@ func (e *tenantExports) set(key string, v pulumi.Input) {
 }
 
 // loginFor is a component's login: the user-given Secret when the spec names one (it wins),
-// else a generated, stable password (engine.Credential) and user (nil: the component's
+// else a generated, stable password (program.Credential) and user (nil: the component's
 // default). A credential is only generated for a component that is installed.
 func loginFor(ctx *pulumi.Context, ref *v1alpha1.ExistingSecretRef, credential string, user pulumi.StringInput) (tenant.Login, error) {
 	if ref != nil {
 		return tenant.Login{ExistingSecret: ref.ExistingSecret, User: user}, nil
 	}
-	pw, err := engine.Credential(ctx, credential)
+	pw, err := program.Credential(ctx, credential)
 	if err != nil {
 		return tenant.Login{}, err
 	}

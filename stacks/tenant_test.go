@@ -25,7 +25,8 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 const tenantTestProject = "tfrs"
@@ -214,7 +215,7 @@ func TestTenantEnterprise(t *testing.T) {
 	urns := m.byURN()
 	var creds []string
 	for _, reg := range m.regs {
-		if reg.Type == engine.CredentialType {
+		if reg.Type == program.CredentialType {
 			creds = append(creds, reg.Name)
 			continue
 		}
@@ -442,7 +443,7 @@ func TestTenantExistingSecretsWin(t *testing.T) {
 	r := runTenant(t, TenantInput{Tenant: tt, Cluster: testTenantCluster}, enterpriseStack, map[string]string{
 		"username": "owner", "password": "hunter2", "rootUser": "s3-admin", "rootPassword": "hunter3",
 	})
-	if creds := r.m.all(engine.CredentialType); len(creds) != 0 {
+	if creds := r.m.all(program.CredentialType); len(creds) != 0 {
 		t.Errorf("%d credentials generated although every login is given", len(creds))
 	}
 	var reads []string
@@ -550,7 +551,7 @@ func TestTenantPersonal(t *testing.T) {
 	alice, bob := newPersonal("alice", t0, nil), newPersonal("bob", t0.Add(time.Hour), nil)
 	shared := sharedChatStack(t)
 	check(t, "shared stack", shared, "tenant.personal-chat._shared")
-	check(t, "valid stack name", engine.ValidateStackName(shared), nil)
+	check(t, "valid stack name", stackname.Validate(shared), nil)
 
 	// The job type's shared stack owns the namespace and the middleware.
 	sr := runTenant(t, TenantInput{Tenant: alice, Cluster: testTenantCluster}, shared, nil)

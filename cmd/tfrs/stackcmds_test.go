@@ -15,6 +15,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -85,12 +86,12 @@ func (f *fakeEngine) Status(_ context.Context, stack string) (*engine.StackStatu
 }
 
 // Outputs answers for a cluster stack (the only parent these tests need).
-func (f *fakeEngine) Outputs(_ context.Context, stack string) (engine.Outputs, error) {
-	return engine.Outputs{
-		stacks.ClusterOutputPullSecretName:        engine.NewOutput("", false),
-		stacks.ClusterOutputDockerConfigJSON:      engine.NewOutput("", true),
-		stacks.ClusterOutputImageRegistry:         engine.NewOutput("", false),
-		stacks.ClusterOutputRabbitMQOperatorReady: engine.NewOutput(true, false),
+func (f *fakeEngine) Outputs(_ context.Context, stack string) (program.Outputs, error) {
+	return program.Outputs{
+		stacks.ClusterOutputPullSecretName:        program.NewOutput("", false),
+		stacks.ClusterOutputDockerConfigJSON:      program.NewOutput("", true),
+		stacks.ClusterOutputImageRegistry:         program.NewOutput("", false),
+		stacks.ClusterOutputRabbitMQOperatorReady: program.NewOutput(true, false),
 	}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Change is one resource's planned or applied change.
@@ -88,7 +89,7 @@ func isTenantStack(stack string) bool {
 	if i := strings.LastIndex(stack, "/"); i >= 0 { // org/project/stack
 		stack = stack[i+1:]
 	}
-	return strings.HasPrefix(stack, engine.LevelTenant+".")
+	return strings.HasPrefix(stack, stackname.LevelTenant+".")
 }
 
 // changing reports whether a step op changes something.

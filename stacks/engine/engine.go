@@ -61,7 +61,7 @@ const (
 
 // Request is one operation on one stack.
 type Request struct {
-	// Stack is the stack name (see ClusterStack, TenantStack, ServerStack).
+	// Stack is the stack name (see package stackname).
 	Stack string
 	// Program is the inline Pulumi program. Required for Up and Preview; Refresh and Destroy
 	// run without it when nil (neither runs the program).

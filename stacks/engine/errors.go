@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Sentinel errors. Callers branch on them with errors.Is; the HTTP API maps them to status
@@ -22,8 +23,8 @@ var (
 	// object (CNPG cluster, MinIO tenant, PVC). The engine will neither adopt nor forget it on
 	// its own; the caller chooses with Request.Decisions.
 	ErrPendingNeedsDecision = errors.New("interrupted operation on a data-bearing resource needs a decision")
-	// ErrInvalidName: the stack name breaks the naming rules.
-	ErrInvalidName = errors.New("invalid stack name")
+	// ErrInvalidName: the stack name breaks the naming rules (the sentinel of package stackname).
+	ErrInvalidName = stackname.ErrInvalid
 	// ErrNoPassphrase: the passphrase secrets provider has no passphrase and
 	// Options.AllowEmptyPassphrase is not set.
 	ErrNoPassphrase = errors.New("no secrets passphrase: set TFRS_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE, or a passphrase file)")

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // The file:// backend stores blobs with gocloud's fileblob. Blobs themselves are written
@@ -79,7 +81,7 @@ func fileBackendDir(backendURL string) (string, bool) {
 // metadata. ok is false for other backends, invalid names, missing stacks and any error; the
 // caller then falls back to reading the stack.
 func (e *Engine) StackVersion(_ context.Context, stack string) (version string, ok bool) {
-	if ValidateStackName(stack) != nil {
+	if stackname.Validate(stack) != nil {
 		return "", false
 	}
 	dir, ok := fileBackendDir(e.opts.BackendURL)

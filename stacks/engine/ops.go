@@ -16,6 +16,8 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optpreview"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optup"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Up creates or updates the stack's resources (creating the stack on first use). Before it
@@ -88,7 +90,7 @@ func message(req Request, op OpKind) string {
 // global slot, open the stack, read the checkpoint, recover, bind credentials, run, collect.
 func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*stackWorkspace, *collector, *Recovery) error) (*Result, error) {
 	start := time.Now()
-	if err := ValidateStackName(req.Stack); err != nil {
+	if err := stackname.Validate(req.Stack); err != nil {
 		return nil, &OpError{Op: op, Stack: req.Stack, Kind: ErrInvalidName, Detail: err.Error()}
 	}
 	prog := req.Program
@@ -144,7 +146,7 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	} else if err := e.recover(ctx, op, sw, req, info, col, rec); err != nil {
 		return nil, err
 	}
-	if err := e.prepare(ctx, op, sw, req, wrapProgram(prog, info.credentials, req.Rotate, red)); err != nil {
+	if err := e.prepare(ctx, op, sw, req, program.WithCredentials(prog, info.credentials, req.Rotate, func(v string) { red.add(v) })); err != nil {
 		return nil, err
 	}
 	col.emit(EventStart, fmt.Sprintf("%s %s", op, req.Stack))
@@ -162,10 +164,10 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	return res, nil
 }
 
-func convertOutputs(m auto.OutputMap) Outputs {
-	out := Outputs{}
+func convertOutputs(m auto.OutputMap) program.Outputs {
+	out := program.Outputs{}
 	for k, v := range m {
-		out[k] = newOutput(v.Value, v.Secret)
+		out[k] = program.NewOutput(v.Value, v.Secret)
 	}
 	return out
 }
@@ -174,7 +176,7 @@ func convertOutputs(m auto.OutputMap) Outputs {
 // resources is refused with ErrStackNotEmpty unless force is set (force leaves those
 // resources running, unmanaged: use it only after they were removed by other means).
 func (e *Engine) Remove(ctx context.Context, stack string, force bool) error {
-	if err := ValidateStackName(stack); err != nil {
+	if err := stackname.Validate(stack); err != nil {
 		return &OpError{Op: OpRemove, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
 	}
 	s, release, err := e.acquire(ctx, OpRemove, stack, false)
@@ -236,7 +238,7 @@ func (e *Engine) reader(ctx context.Context) (auto.Workspace, error) {
 // readOp bounds read-only CLI work by the global limit too (each is a CLI process).
 func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(auto.Workspace) error) error {
 	if stack != "" {
-		if err := ValidateStackName(stack); err != nil {
+		if err := stackname.Validate(stack); err != nil {
 			return &OpError{Op: op, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
 		}
 	}
@@ -261,8 +263,8 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 
 // Outputs returns the stack's outputs; secrets are hidden unless revealed (Output.Reveal).
 // One CLI process (see stackOutputs).
-func (e *Engine) Outputs(ctx context.Context, stack string) (Outputs, error) {
-	var out Outputs
+func (e *Engine) Outputs(ctx context.Context, stack string) (program.Outputs, error) {
+	var out program.Outputs
 	err := e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
 		m, err := e.stackOutputs(ctx, ws, stack)
 		if err != nil {
@@ -271,7 +273,7 @@ func (e *Engine) Outputs(ctx context.Context, stack string) (Outputs, error) {
 		out = convertOutputs(m)
 		for _, k := range out.Keys() {
 			if out[k].Secret {
-				if s, ok := out[k].secret.(string); ok {
+				if s, ok := out[k].Reveal().(string); ok {
 					e.red.add(s)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // Test programs. They live outside the engine, like the real ones in stacks/.
@@ -26,7 +27,7 @@ func outputsProgram(plain string) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
 		ctx.Export("plain", pulumi.String(plain))
 		ctx.Export("token", pulumi.ToSecret(pulumi.String("static-secret-token-value")))
-		pw, err := Credential(ctx, "admin")
+		pw, err := program.Credential(ctx, "admin")
 		if err != nil {
 			return err
 		}
@@ -118,7 +119,7 @@ func appProgram(kc, ns string, n int) pulumi.RunFunc {
 				return err
 			}
 		}
-		pw, err := Credential(ctx, "app-password")
+		pw, err := program.Credential(ctx, "app-password")
 		if err != nil {
 			return err
 		}
@@ -249,7 +250,7 @@ func runChild(raw string) int {
 			}
 		}
 	case "outputs":
-		var outs Outputs
+		var outs program.Outputs
 		if outs, err = e.Outputs(ctx, s.Stack); err == nil {
 			fmt.Println("OUTPUT plain", outs.String("plain"))
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto/optrefresh"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // Crash recovery. When a run dies (SIGKILL, OOM, node loss) mid-update, two things are left:
@@ -107,7 +108,7 @@ func (e *Engine) preflight(ctx context.Context, op OpKind, sw *stackWorkspace, n
 	}
 	info.resources = len(doc.Resources)
 	for _, r := range doc.Resources {
-		if r.Type != CredentialType {
+		if r.Type != program.CredentialType {
 			continue
 		}
 		if v, ok := plainString(r.Outputs["value"]); ok {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -161,7 +162,7 @@ func TestCrashRecovery(t *testing.T) {
 			// The generated credential survives the crash and stays out of files and logs.
 			after := exportState(t, e, stack)
 			for _, r := range after.Resources {
-				if r.Type == CredentialType {
+				if r.Type == program.CredentialType {
 					v, ok := plainString(r.Outputs["value"])
 					require.True(t, ok)
 					credential.Store(stack, v)

@@ -5,9 +5,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
-const redacted = "[secret]"
+// redacted is the one placeholder for a secret, in messages and in printed outputs.
+const redacted = program.Redacted
 
 // redactor scrubs known secret values (the passphrase, secret config, generated credentials)
 // from every message the engine hands out. Pulumi already masks secrets it knows about; this

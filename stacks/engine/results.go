@@ -1,10 +1,9 @@
 package engine
 
 import (
-	"encoding/json"
-	"fmt"
-	"sort"
 	"time"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // OpKind names an engine operation.
@@ -99,7 +98,7 @@ type Result struct {
 	Duration  time.Duration `json:"duration"`
 	// Outputs are the stack outputs after an Up (empty otherwise). Secret values are hidden;
 	// Output.Reveal returns them to code that needs them (a child stack's config).
-	Outputs Outputs `json:"outputs,omitempty"`
+	Outputs program.Outputs `json:"outputs,omitempty"`
 	// Recovery says what the engine repaired before running, if anything.
 	Recovery *Recovery `json:"recovery,omitempty"`
 	// Warnings are the warning diagnostics of the run, redacted.
@@ -117,77 +116,3 @@ type Recovery struct {
 func (r *Recovery) empty() bool {
 	return r == nil || (len(r.BrokenLocks) == 0 && len(r.Adopted) == 0 && len(r.Forgotten) == 0 && !r.Refreshed)
 }
-
-// Output is one stack output. For a secret, Value is nil and Secret true; the plaintext is
-// kept unexported so JSON encoding, %v and %+v never print it.
-type Output struct {
-	Value  any  `json:"value,omitempty"`
-	Secret bool `json:"secret,omitempty"`
-	secret any
-}
-
-// Reveal returns the value, including a secret's plaintext. Call it only to pass the value on
-// to another program as a secret, never to log or return it.
-func (o Output) Reveal() any {
-	if o.Secret {
-		return o.secret
-	}
-	return o.Value
-}
-
-// String never shows a secret.
-func (o Output) String() string {
-	if o.Secret {
-		return redacted
-	}
-	return fmt.Sprint(o.Value)
-}
-
-// GoString keeps %#v from printing the hidden field.
-func (o Output) GoString() string { return "engine.Output{" + o.String() + "}" }
-
-// MarshalJSON is explicit so a future field cannot leak by accident.
-func (o Output) MarshalJSON() ([]byte, error) {
-	if o.Secret {
-		return json.Marshal(struct {
-			Secret bool `json:"secret"`
-		}{true})
-	}
-	return json.Marshal(struct {
-		Value any `json:"value"`
-	}{o.Value})
-}
-
-// Outputs are a stack's outputs by name.
-type Outputs map[string]Output
-
-// Keys returns the output names, sorted.
-func (o Outputs) Keys() []string {
-	keys := make([]string, 0, len(o))
-	for k := range o {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-// String returns a plain value by name ("" when missing or not a string); secrets need Reveal.
-func (o Outputs) String(key string) string {
-	v, ok := o[key]
-	if !ok || v.Secret {
-		return ""
-	}
-	s, _ := v.Value.(string)
-	return s
-}
-
-func newOutput(v any, secret bool) Output {
-	if secret {
-		return Output{Secret: true, secret: v}
-	}
-	return Output{Value: v}
-}
-
-// NewOutput makes an output value as a stack would report it: a secret one keeps its value
-// hidden behind Reveal. For fakes of the engine in other packages' tests.
-func NewOutput(v any, secret bool) Output { return newOutput(v, secret) }

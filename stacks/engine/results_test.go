@@ -9,10 +9,11 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 func TestSecretOutputsNeverPrinted(t *testing.T) {
-	outs := Outputs{"host": newOutput("db.ns.svc", false), "password": newOutput("hunter2-very-secret", true)}
+	outs := program.Outputs{"host": program.NewOutput("db.ns.svc", false), "password": program.NewOutput("hunter2-very-secret", true)}
 	b, err := json.Marshal(outs)
 	require.NoError(t, err)
 	assert.NotContains(t, string(b), "hunter2")

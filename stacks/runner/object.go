@@ -12,6 +12,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Object is a *v1alpha1.TFRCluster, *v1alpha1.TFRTenant or *v1alpha1.TFRServer.
@@ -60,22 +61,22 @@ func (t Target) String() string {
 func TargetOf(obj Object) (Target, error) {
 	switch x := obj.(type) {
 	case *v1alpha1.TFRCluster:
-		s, err := engine.ClusterStack(x.Name)
+		s, err := stackname.Cluster(x.Name)
 		return Target{Kind: KindCluster, Name: x.Name, Stack: s}, err
 	case *v1alpha1.TFRTenant:
 		own, shared, err := stacks.TenantStackNames(x)
 		if err != nil {
 			return Target{}, err
 		}
-		parent, err := engine.ClusterStack(x.Spec.ClusterRef)
+		parent, err := stackname.Cluster(x.Spec.ClusterRef)
 		return Target{Kind: KindTenant, Namespace: x.Namespace, Name: x.Name, Stack: own, Shared: shared,
 			Parent: parent, ParentKind: KindCluster, ParentName: x.Spec.ClusterRef}, err
 	case *v1alpha1.TFRServer:
-		own, err := engine.ServerStack(x.Namespace, x.Name)
+		own, err := stackname.Server(x.Namespace, x.Name)
 		if err != nil {
 			return Target{}, err
 		}
-		parent, err := engine.TenantStack(x.Namespace, x.Spec.TenantRef)
+		parent, err := stackname.Tenant(x.Namespace, x.Spec.TenantRef)
 		return Target{Kind: KindServer, Namespace: x.Namespace, Name: x.Name, Stack: own,
 			Parent: parent, ParentKind: KindTenant, ParentName: x.Spec.TenantRef}, err
 	case nil:

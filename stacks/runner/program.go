@@ -15,7 +15,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // ConfigObject is the stack config key that holds the CR document (YAML or JSON) a stock-CLI
@@ -129,12 +129,12 @@ func (s stackRefParents) Tenant(_ context.Context, stack string) (stacks.TenantO
 
 // read fetches keys of stack's outputs, keeping which ones are secret so the typed readers can
 // refuse a secret that arrives in the clear. GetOutputDetails waits for the reference.
-func (s stackRefParents) read(stack string, keys map[string]bool) (engine.Outputs, error) {
+func (s stackRefParents) read(stack string, keys map[string]bool) (program.Outputs, error) {
 	ref, err := pulumi.NewStackReference(s.ctx, "parent-"+stack, &pulumi.StackReferenceArgs{Name: pulumi.String(stack)})
 	if err != nil {
 		return nil, &ParentError{Stack: stack, Reason: "cannot reference its stack: " + err.Error()}
 	}
-	out := engine.Outputs{}
+	out := program.Outputs{}
 	for key := range keys {
 		d, err := ref.GetOutputDetails(key)
 		if err != nil {
@@ -143,9 +143,9 @@ func (s stackRefParents) read(stack string, keys map[string]bool) (engine.Output
 		switch {
 		case d == nil:
 		case d.SecretValue != nil:
-			out[key] = engine.NewOutput(d.SecretValue, true)
+			out[key] = program.NewOutput(d.SecretValue, true)
 		case d.Value != nil:
-			out[key] = engine.NewOutput(d.Value, false)
+			out[key] = program.NewOutput(d.Value, false)
 		}
 	}
 	if len(out) == 0 {

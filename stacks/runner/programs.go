@@ -12,6 +12,8 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 type programFunc = pulumi.RunFunc
@@ -96,7 +98,7 @@ func (r *Runner) sharedOutputs(ctx context.Context, t Target, x *v1alpha1.TFRTen
 
 // releaseShared destroys a personal job type's shared stack once no member stack refers to it.
 func (r *Runner) releaseShared(ctx context.Context, t Target, _ *v1alpha1.TFRTenant, op Op, out *Outcome) error {
-	members, err := r.stacksTagged(ctx, engine.LevelTenant+".", engine.TagShared, t.Shared)
+	members, err := r.stacksTagged(ctx, stackname.LevelTenant+".", engine.TagShared, t.Shared)
 	if err != nil || len(members) > 0 {
 		return err
 	}
@@ -117,9 +119,9 @@ func (r *Runner) applyServer(ctx context.Context, t Target, x *v1alpha1.TFRServe
 func (r *Runner) Dependents(ctx context.Context, t Target) ([]string, error) {
 	switch t.Kind {
 	case KindCluster:
-		return r.stacksTagged(ctx, engine.LevelTenant+".", engine.TagParent, t.Stack)
+		return r.stacksTagged(ctx, stackname.LevelTenant+".", engine.TagParent, t.Stack)
 	case KindTenant:
-		return r.stacksTagged(ctx, engine.LevelServer+"."+t.Namespace+".", engine.TagParent, t.Stack)
+		return r.stacksTagged(ctx, stackname.LevelServer+"."+t.Namespace+".", engine.TagParent, t.Stack)
 	default:
 		return nil, nil
 	}
@@ -189,11 +191,11 @@ func (p EngineParents) Tenant(ctx context.Context, stack string) (stacks.TenantO
 	return stacks.TenantOutputsFromStack(out)
 }
 
-func (p EngineParents) ready(ctx context.Context, stack string) (engine.Outputs, error) {
+func (p EngineParents) ready(ctx context.Context, stack string) (program.Outputs, error) {
 	// The outputs are read alongside the status (each is a CLI process): a parent is ready far
 	// more often than not, and a read of a parent that is not is simply discarded.
 	type read struct {
-		out engine.Outputs
+		out program.Outputs
 		err error
 	}
 	outputs := make(chan read, 1)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // Engine is what a Runner needs from *engine.Engine; tests substitute a fake.
@@ -27,7 +28,7 @@ type Engine interface {
 	Refresh(ctx context.Context, req engine.Request) (*engine.Result, error)
 	Destroy(ctx context.Context, req engine.Request) (*engine.Result, error)
 	Remove(ctx context.Context, stack string, force bool) error
-	Outputs(ctx context.Context, stack string) (engine.Outputs, error)
+	Outputs(ctx context.Context, stack string) (program.Outputs, error)
 	Status(ctx context.Context, stack string) (*engine.StackStatus, error)
 	Tags(ctx context.Context, stack string) (map[string]string, error)
 	List(ctx context.Context, prefix string) ([]engine.StackSummary, error)

@@ -15,6 +15,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
 // fakeEngine keeps stacks in memory and records every call. Programs are not run (the
@@ -30,7 +31,7 @@ type fakeEngine struct {
 type fakeStack struct {
 	tags    map[string]string
 	ready   bool
-	outputs engine.Outputs
+	outputs program.Outputs
 }
 
 func newFake() *fakeEngine {
@@ -104,7 +105,7 @@ func (f *fakeEngine) Remove(_ context.Context, stack string, _ bool) error {
 	return nil
 }
 
-func (f *fakeEngine) Outputs(_ context.Context, stack string) (engine.Outputs, error) {
+func (f *fakeEngine) Outputs(_ context.Context, stack string) (program.Outputs, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.stacks[stack]
@@ -161,13 +162,13 @@ func (f *fakeEngine) put(stack string, ready bool, tags map[string]string) {
 func (f *fakeEngine) reset() { f.calls = nil }
 
 // cannedOutputs are well-typed outputs for a cluster or tenant stack.
-func cannedOutputs(stack string) engine.Outputs {
-	out := engine.Outputs{}
+func cannedOutputs(stack string) program.Outputs {
+	out := program.Outputs{}
 	if strings.HasPrefix(stack, "cluster.") {
-		out[stacks.ClusterOutputPullSecretName] = engine.NewOutput("", false)
-		out[stacks.ClusterOutputDockerConfigJSON] = engine.NewOutput("", true)
-		out[stacks.ClusterOutputImageRegistry] = engine.NewOutput("", false)
-		out[stacks.ClusterOutputRabbitMQOperatorReady] = engine.NewOutput(true, false)
+		out[stacks.ClusterOutputPullSecretName] = program.NewOutput("", false)
+		out[stacks.ClusterOutputDockerConfigJSON] = program.NewOutput("", true)
+		out[stacks.ClusterOutputImageRegistry] = program.NewOutput("", false)
+		out[stacks.ClusterOutputRabbitMQOperatorReady] = program.NewOutput(true, false)
 		return out
 	}
 	for key, secret := range stacks.TenantOutputKeys() {
@@ -175,7 +176,7 @@ func cannedOutputs(stack string) engine.Outputs {
 		if strings.HasSuffix(key, "Port") {
 			v = float64(1234)
 		}
-		out[key] = engine.NewOutput(v, secret)
+		out[key] = program.NewOutput(v, secret)
 	}
 	return out
 }
@@ -237,7 +238,7 @@ func TestTenantWaitsForCluster(t *testing.T) {
 	require.ErrorIs(t, err, ErrParentNotReady)
 
 	f.put("cluster.main", true, nil)
-	f.stacks["cluster.main"].outputs[stacks.ClusterOutputRabbitMQOperatorReady] = engine.NewOutput(false, false)
+	f.stacks["cluster.main"].outputs[stacks.ClusterOutputRabbitMQOperatorReady] = program.NewOutput(false, false)
 	_, err = r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
 	require.ErrorIs(t, err, ErrParentNotReady)
 	assert.Contains(t, err.Error(), "RabbitMQ operator")

@@ -12,6 +12,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // standInCluster is a TFRCluster whose every source points at the project's own offline
@@ -31,7 +32,7 @@ func TestClusterStackLifecycle(t *testing.T) {
 	ctx, cp, eng, stateDir := e.ctx, e.cp, e.eng, e.stateDir
 
 	tc := standInCluster(t)
-	stack, err := engine.ClusterStack(tc.Name)
+	stack, err := stackname.Cluster(tc.Name)
 	require.NoError(t, err)
 	req := engine.Request{
 		Stack:     stack,

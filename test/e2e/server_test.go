@@ -23,6 +23,8 @@ import (
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // TestServerLifecycle brings robots up on one local control plane with the real engine:
@@ -213,14 +215,14 @@ func serverRequest(t *testing.T, s *v1alpha1.TFRServer, tenant stacks.TenantOutp
 	s = s.DeepCopy()
 	s.Default()
 	require.Empty(t, s.Validate())
-	name, err := engine.ServerStack(s.Namespace, s.Name)
+	name, err := stackname.Server(s.Namespace, s.Name)
 	require.NoError(t, err)
 	return engine.Request{Stack: name, Program: stacks.Server(stacks.ServerInput{Server: s, Tenant: tenant}), ManagedBy: engine.ManagedByCLI, Config: cfg}
 }
 
 // requireRobotUp checks the robot's objects: both workers available, its Service, its
 // Secrets and ConfigMap (named by the stack's outputs), and jobs completed init Jobs.
-func requireRobotUp(ctx context.Context, t *testing.T, cs kubernetes.Interface, r server.Robot, out engine.Outputs, jobs int) {
+func requireRobotUp(ctx context.Context, t *testing.T, cs kubernetes.Interface, r server.Robot, out program.Outputs, jobs int) {
 	t.Helper()
 	for _, d := range []string{r.APIName(), r.WorkerName()} {
 		dep, err := cs.AppsV1().Deployments(r.Namespace).Get(ctx, d, metav1.GetOptions{})

@@ -16,6 +16,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // TestEnterpriseTenantLifecycle runs the cluster stack (stand-ins), then an enterprise tenant
@@ -159,7 +160,7 @@ func TestPersonalTenantsShareMiddleware(t *testing.T) {
 func upStandInCluster(ctx context.Context, t *testing.T, eng *engine.Engine, cfg map[string]engine.ConfigValue) (*v1alpha1.TFRCluster, stacks.TenantCluster) {
 	t.Helper()
 	tc := standInCluster(t)
-	cstack, err := engine.ClusterStack(tc.Name)
+	cstack, err := stackname.Cluster(tc.Name)
 	require.NoError(t, err)
 	cup, err := eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: cfg})
 	require.NoError(t, err)

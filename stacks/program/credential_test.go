@@ -1,4 +1,4 @@
-package engine
+package program
 
 import (
 	"sync"
@@ -28,8 +28,8 @@ func runCredential(t *testing.T, prev map[string]string, rotate []string) (strin
 	var secret bool
 	var wg sync.WaitGroup
 	wg.Add(1)
-	red := newRedactor(nil)
-	prog := wrapProgram(func(ctx *pulumi.Context) error {
+	var revealed []string
+	prog := WithCredentials(func(ctx *pulumi.Context) error {
 		v, err := Credential(ctx, "db-password", WithLength(24))
 		if err != nil {
 			return err
@@ -46,12 +46,12 @@ func runCredential(t *testing.T, prev map[string]string, rotate []string) (strin
 		})
 		secret = pulumi.IsSecret(v)
 		return nil
-	}, prev, rotate, red)
+	}, prev, rotate, func(v string) { revealed = append(revealed, v) })
 	err := pulumi.RunErr(prog, pulumi.WithMocks("tfrs", "s", &credMocks{}))
 	require.NoError(t, err)
 	wg.Wait()
 	if got != "" {
-		assert.Equal(t, redacted, red.redact("x " + got)[2:], "the value is registered for redaction")
+		assert.Equal(t, []string{got}, revealed, "the value is told to the caller once, for redaction")
 	}
 	return got, secret
 }

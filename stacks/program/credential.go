@@ -1,4 +1,8 @@
-package engine
+// Package program is what a stack program gets from the engine that runs it, without linking
+// the engine (the Automation API driver): generated credentials that stay stable across runs,
+// and the Output values a parent stack hands down. The engine binds a run's credentials with
+// WithCredentials; programs call Credential.
+package program
 
 import (
 	"crypto/rand"
@@ -19,12 +23,13 @@ import (
 // writes it to the state at that moment (encrypted by the stack's secrets provider), not at the
 // end of the run, so even a run killed right after generating the value keeps it. Before
 // every operation the engine reads these outputs back from the state and binds them to the
-// run's pulumi.Context; Credential returns the bound value instead of generating a new one.
-// Only names listed in Request.Rotate are regenerated. The value reaches the program as a
-// secret Output, so Pulumi encrypts it wherever it flows and masks it in logs; the engine also
-// adds it to its redactor.
+// run's pulumi.Context (WithCredentials); Credential returns the bound value instead of
+// generating a new one. Only the names the run rotates are regenerated. The value reaches the
+// program as a secret Output, so Pulumi encrypts it wherever it flows and masks it in logs; the
+// engine also hears of it (WithCredentials' reveal callback) to scrub it from its messages.
 
-// CredentialType is the type token of the component that carries a generated credential.
+// CredentialType is the type token of the component that carries a generated credential. The
+// token predates this package and is part of every stack's URNs: never change it.
 const CredentialType = "tfrs:engine:Credential"
 
 // credentialAlphabet avoids characters that need quoting in URLs, shells, TOML and DSNs.
@@ -57,13 +62,13 @@ type binding struct {
 	prev   map[string]string // values read from state before the run
 	rotate map[string]bool
 	used   map[string]pulumi.StringOutput
-	red    *redactor
+	reveal func(string) // told every value the run uses; nil under mocks
 }
 
 var bindings sync.Map // *pulumi.Context -> *binding
 
-func bindCredentials(ctx *pulumi.Context, prev map[string]string, rotate []string, red *redactor) {
-	b := &binding{prev: prev, rotate: map[string]bool{}, used: map[string]pulumi.StringOutput{}, red: red}
+func bindCredentials(ctx *pulumi.Context, prev map[string]string, rotate []string, reveal func(string)) {
+	b := &binding{prev: prev, rotate: map[string]bool{}, used: map[string]pulumi.StringOutput{}, reveal: reveal}
 	for _, r := range rotate {
 		b.rotate[r] = true
 	}
@@ -100,7 +105,9 @@ func Credential(ctx *pulumi.Context, name string, opts ...CredentialOption) (pul
 			return pulumi.StringOutput{}, fmt.Errorf("credential %q: %w", name, err)
 		}
 	}
-	b.red.add(value)
+	if b.reveal != nil {
+		b.reveal(value)
+	}
 	secret := pulumi.ToSecret(pulumi.String(value)).(pulumi.StringOutput)
 	comp := &credentialComponent{}
 	if err := ctx.RegisterComponentResource(CredentialType, name, comp); err != nil {
@@ -128,10 +135,12 @@ func randomString(n int, alphabet string) (string, error) {
 	return string(out), nil
 }
 
-// wrapProgram binds the stack's known credentials to the run.
-func wrapProgram(fn pulumi.RunFunc, prev map[string]string, rotate []string, red *redactor) pulumi.RunFunc {
+// WithCredentials binds a stack's known credentials (prev, read from its state) to a run of
+// fn: Credential returns them instead of generating new values, except the names in rotate.
+// reveal, when set, is told every value the run uses, so the caller can scrub it from logs.
+func WithCredentials(fn pulumi.RunFunc, prev map[string]string, rotate []string, reveal func(string)) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
-		bindCredentials(ctx, prev, rotate, red)
+		bindCredentials(ctx, prev, rotate, reveal)
 		defer unbindCredentials(ctx)
 		return fn(ctx)
 	}

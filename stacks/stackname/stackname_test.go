@@ -1,4 +1,4 @@
-package engine
+package stackname
 
 import (
 	"errors"
@@ -10,47 +10,47 @@ import (
 )
 
 func TestStackNames(t *testing.T) {
-	n, err := ClusterStack("prod")
+	n, err := Cluster("prod")
 	require.NoError(t, err)
 	assert.Equal(t, "cluster.prod", n)
 
-	n, err = TenantStack("team-a", "acme")
+	n, err = Tenant("team-a", "acme")
 	require.NoError(t, err)
 	assert.Equal(t, "tenant.team-a.acme", n)
 
-	n, err = ServerStack("team-a", "robot.v2")
+	n, err = Server("team-a", "robot.v2")
 	require.NoError(t, err)
 	assert.Equal(t, "server.team-a.robot.v2", n)
 
 	for _, bad := range [][2]string{{"Team", "x"}, {"a.b", "x"}, {"ns", "UPPER"}, {"ns", ""}, {"", "x"}, {"ns", "-x"}} {
-		_, err := TenantStack(bad[0], bad[1])
-		assert.True(t, errors.Is(err, ErrInvalidName), "%v", bad)
+		_, err := Tenant(bad[0], bad[1])
+		assert.True(t, errors.Is(err, ErrInvalid), "%v", bad)
 	}
-	_, err = ClusterStack("has_underscore")
-	assert.ErrorIs(t, err, ErrInvalidName)
+	_, err = Cluster("has_underscore")
+	assert.ErrorIs(t, err, ErrInvalid)
 }
 
 func TestStackNameShortening(t *testing.T) {
 	ns := strings.Repeat("n", 63)
 	long := strings.Repeat("a", 200)
-	a, err := ServerStack(ns, long)
+	a, err := Server(ns, long)
 	require.NoError(t, err)
-	b, err := ServerStack(ns, long)
+	b, err := Server(ns, long)
 	require.NoError(t, err)
 	assert.Equal(t, a, b, "shortening is stable")
-	assert.LessOrEqual(t, len(a), MaxStackNameLength)
+	assert.LessOrEqual(t, len(a), MaxLength)
 	assert.True(t, strings.HasPrefix(a, "server."+ns+"."))
-	c, err := ServerStack(ns, long+"b")
+	c, err := Server(ns, long+"b")
 	require.NoError(t, err)
 	assert.NotEqual(t, a, c, "different long names do not collide")
-	assert.NoError(t, ValidateStackName(a))
+	assert.NoError(t, Validate(a))
 }
 
 func TestValidateStackName(t *testing.T) {
 	for _, ok := range []string{"cluster.x", "tenant.ns.x", "server.ns.x.y", "dev"} {
-		assert.NoError(t, ValidateStackName(ok), ok)
+		assert.NoError(t, Validate(ok), ok)
 	}
 	for _, bad := range []string{"", "tenant.ns", "tenant..x", "cluster.", "a b", "x/y", strings.Repeat("x", 101)} {
-		assert.ErrorIs(t, ValidateStackName(bad), ErrInvalidName, bad)
+		assert.ErrorIs(t, Validate(bad), ErrInvalid, bad)
 	}
 }

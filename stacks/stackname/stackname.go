@@ -1,16 +1,24 @@
-package engine
+// Package stackname names the Pulumi stacks of the three levels: cluster.<name>,
+// tenant.<namespace>.<name>, server.<namespace>.<name>, shortened with a stable hash past the
+// backend's limit. It is standard library only, so the API types, the programs and the engine
+// share one rule without the programs linking the Automation API driver.
+package stackname
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 )
 
-// MaxStackNameLength is the DIY backend's limit on stack names; longer names are shortened
+// MaxLength is the DIY backend's limit on stack names; longer names are shortened
 // with a stable hash suffix so the same object always maps to the same stack.
-const MaxStackNameLength = 100
+const MaxLength = 100
+
+// ErrInvalid: a name breaks the naming rules.
+var ErrInvalid = errors.New("invalid stack name")
 
 // Stack-name prefixes, one per level.
 const (
@@ -35,27 +43,27 @@ var levelShape = map[string]string{
 	LevelServer:  "server.<namespace>.<name>",
 }
 
-// ClusterStack names the stack of a TFRCluster.
-func ClusterStack(name string) (string, error) {
+// Cluster names the stack of a TFRCluster.
+func Cluster(name string) (string, error) {
 	if err := checkSubdomain("cluster name", name); err != nil {
 		return "", err
 	}
 	return shorten(LevelCluster + "." + name), nil
 }
 
-// TenantStack names the stack of a TFRTenant.
-func TenantStack(namespace, name string) (string, error) {
+// Tenant names the stack of a TFRTenant.
+func Tenant(namespace, name string) (string, error) {
 	return namespaced(LevelTenant, namespace, name)
 }
 
-// ServerStack names the stack of a TFRServer.
-func ServerStack(namespace, name string) (string, error) {
+// Server names the stack of a TFRServer.
+func Server(namespace, name string) (string, error) {
 	return namespaced(LevelServer, namespace, name)
 }
 
 func namespaced(level, namespace, name string) (string, error) {
 	if len(namespace) > 63 || !dnsLabel.MatchString(namespace) {
-		return "", fmt.Errorf("%w: namespace %q is not a DNS-1123 label", ErrInvalidName, namespace)
+		return "", fmt.Errorf("%w: namespace %q is not a DNS-1123 label", ErrInvalid, namespace)
 	}
 	if err := checkSubdomain(level+" name", name); err != nil {
 		return "", err
@@ -65,7 +73,7 @@ func namespaced(level, namespace, name string) (string, error) {
 
 func checkSubdomain(what, s string) error {
 	if len(s) > 253 || !dnsSubdomain.MatchString(s) {
-		return fmt.Errorf("%w: %s %q is not a DNS-1123 subdomain", ErrInvalidName, what, s)
+		return fmt.Errorf("%w: %s %q is not a DNS-1123 subdomain", ErrInvalid, what, s)
 	}
 	return nil
 }
@@ -73,21 +81,21 @@ func checkSubdomain(what, s string) error {
 // shorten keeps names within the backend limit. The suffix hashes the full name, so two long
 // names sharing a prefix never collide, and the same input always gives the same stack.
 func shorten(full string) string {
-	if len(full) <= MaxStackNameLength {
+	if len(full) <= MaxLength {
 		return full
 	}
 	sum := sha256.Sum256([]byte(full))
 	suffix := "-" + hex.EncodeToString(sum[:])[:10]
-	head := strings.TrimRight(full[:MaxStackNameLength-len(suffix)], ".-")
+	head := strings.TrimRight(full[:MaxLength-len(suffix)], ".-")
 	return head + suffix
 }
 
-// ValidateStackName accepts the names the three helpers produce (and any other name the
+// Validate accepts the names the three helpers produce (and any other name the
 // backend accepts, so stacks made by hand can still be read); it rejects everything else
 // before a CLI process is started.
-func ValidateStackName(name string) error {
+func Validate(name string) error {
 	if !pulumiStackName.MatchString(name) {
-		return fmt.Errorf("%w: %q (want [A-Za-z0-9_.-], at most %d characters)", ErrInvalidName, name, MaxStackNameLength)
+		return fmt.Errorf("%w: %q (want [A-Za-z0-9_.-], at most %d characters)", ErrInvalid, name, MaxLength)
 	}
 	level, _, _ := strings.Cut(name, ".")
 	parts := map[string]int{LevelCluster: 2, LevelTenant: 3, LevelServer: 3}[level]
@@ -96,11 +104,11 @@ func ValidateStackName(name string) error {
 	}
 	fields := strings.SplitN(name, ".", parts)
 	if len(fields) < parts {
-		return fmt.Errorf("%w: %q lacks parts (want %s)", ErrInvalidName, name, levelShape[level])
+		return fmt.Errorf("%w: %q lacks parts (want %s)", ErrInvalid, name, levelShape[level])
 	}
 	for _, f := range fields {
 		if f == "" {
-			return fmt.Errorf("%w: %q has an empty part", ErrInvalidName, name)
+			return fmt.Errorf("%w: %q has an empty part", ErrInvalid, name)
 		}
 	}
 	return nil
