@@ -2,15 +2,12 @@ package stacks
 
 import (
 	"errors"
-	"fmt"
-	"slices"
-	"sort"
 
-	"github.com/pulumi/pulumi/sdk/v3/go/common/resource"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Node ids of the cluster graph (the seeds' TFRCluster deployment order). They are the
@@ -49,27 +46,6 @@ var clusterDependsOn = map[string][]string{
 	ClusterIstioTelemetry:        {ClusterIstio},
 }
 
-// Output keys of the cluster stack. Every key is always exported; a component that is not
-// installed exports its zero value (empty, 0, false).
-const (
-	ClusterOutputDomain           = "domain"
-	ClusterOutputAPIHost          = "apiHost"
-	ClusterOutputIngressMode      = "ingressMode"
-	ClusterOutputIngressAddress   = "ingressAddress"   // "" in NodePort mode (any node)
-	ClusterOutputIngressHTTPPort  = "ingressHTTPPort"  // node port in NodePort mode, else 80
-	ClusterOutputIngressHTTPSPort = "ingressHTTPSPort" // node port in NodePort mode, else 443
-	ClusterOutputImageRegistry    = "imageRegistry"    // image mirror prefix, "" for upstream
-	ClusterOutputPullSecretName   = "pullSecretName"
-	// ClusterOutputPullSecretNamespace is where the source copy of the pull Secret lives.
-	ClusterOutputPullSecretNamespace = "pullSecretNamespace"
-	// ClusterOutputDockerConfigJSON is the pull Secret's .dockerconfigjson (secret output);
-	// tenant stacks write it into their namespaces.
-	ClusterOutputDockerConfigJSON      = "dockerConfigJSON"
-	ClusterOutputCNPGOperatorReady     = "cnpgOperatorReady"
-	ClusterOutputMinIOOperatorReady    = "minioOperatorReady"
-	ClusterOutputRabbitMQOperatorReady = "rabbitmqOperatorReady"
-)
-
 // Settings of the cluster program that the TFRCluster spec does not carry.
 const (
 	// ClusterIssuerName is the ClusterIssuer that signs the API certificate.
@@ -93,87 +69,15 @@ type ClusterInput struct {
 	Graph *Graph
 }
 
-// GraphNode is a component of a stack's graph.
-type GraphNode struct {
-	// ID is the node id, e.g. "istio".
-	ID string `json:"id"`
-	// Type is the component's Pulumi type token, e.g. "tfrs:cluster:Istio".
-	Type string `json:"type"`
-	// DependsOn are the ids of the components it waits for.
-	DependsOn []string `json:"dependsOn,omitempty"`
-	// External marks a node of another stack that this one waits for (a gate the program
-	// checks before registering anything, e.g. the cluster's RabbitMQ operator for a
-	// tenant). It is not registered by this stack.
-	External bool `json:"external,omitempty"`
-}
-
-// GraphSkip is a component the program did not install, and why.
-type GraphSkip struct {
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
-}
-
-// GraphEdge From -> To: To waits for From.
-type GraphEdge struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-// Graph is the component graph a program registered, in registration order.
-type Graph struct {
-	Nodes   []GraphNode `json:"nodes"`
-	Skipped []GraphSkip `json:"skipped,omitempty"`
-}
-
-// Edges lists every edge, sorted.
-func (g *Graph) Edges() []GraphEdge {
-	var out []GraphEdge
-	for _, n := range g.Nodes {
-		for _, d := range n.DependsOn {
-			out = append(out, GraphEdge{From: d, To: n.ID})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].From != out[j].From {
-			return out[i].From < out[j].From
-		}
-		return out[i].To < out[j].To
-	})
-	return out
-}
-
 // ClusterGraph runs the cluster program under Pulumi mocks (no engine, no cluster) and returns
 // the components it registers with their DependsOn edges, and the ones it skipped.
 func ClusterGraph(tc *v1alpha1.TFRCluster) (*Graph, error) {
 	if tc == nil {
 		return nil, errors.New("cluster graph: nil TFRCluster")
 	}
-	g := &Graph{}
-	err := pulumi.RunErr(Cluster(ClusterInput{Cluster: tc, Graph: g}),
-		pulumi.WithMocks("tfrs", "cluster."+tc.Name, graphMocks{secretKeys: registrySecretKeys(tc)}))
-	if err != nil {
-		return nil, err
-	}
-	return g, nil
-}
-
-// graphMocks answer every registration with its inputs. A read Secret (the registry password)
-// gets placeholder data under the keys the program will look up, since nothing real is read.
-type graphMocks struct{ secretKeys []string }
-
-func (m graphMocks) NewResource(args pulumi.MockResourceArgs) (string, resource.PropertyMap, error) {
-	if args.ReadRPC != nil && args.TypeToken == "kubernetes:core/v1:Secret" {
-		data := resource.PropertyMap{}
-		for _, k := range m.secretKeys {
-			data[resource.PropertyKey(k)] = resource.NewProperty("cGxhY2Vob2xkZXI=") // "placeholder"
-		}
-		return args.ID, resource.PropertyMap{"data": resource.NewProperty(data)}, nil
-	}
-	return args.Name, args.Inputs, nil
-}
-
-func (graphMocks) Call(pulumi.MockCallArgs) (resource.PropertyMap, error) {
-	return resource.PropertyMap{}, nil
+	return mockGraph("cluster."+tc.Name, graphMocks{secretKeys: registrySecretKeys(tc)}, func(g *Graph) pulumi.RunFunc {
+		return Cluster(ClusterInput{Cluster: tc, Graph: g})
+	})
 }
 
 // registrySecretKeys are the keys of Secrets the program reads.
@@ -187,204 +91,108 @@ func registrySecretKeys(tc *v1alpha1.TFRCluster) []string {
 }
 
 // Cluster is the cluster stack's program.
-func Cluster(in ClusterInput) pulumi.RunFunc {
-	return func(ctx *pulumi.Context) error {
-		if err := awaitTransforms(ctx); err != nil {
-			return err
-		}
-		outputs, err := clusterProgram(ctx, in)
-		if err != nil {
-			return err
-		}
-		for k, v := range outputs {
-			ctx.Export(k, v)
-		}
-		return nil
-	}
-}
+func Cluster(in ClusterInput) pulumi.RunFunc { return runProgram(in, clusterProgram) }
 
 // clusterProgram registers the components and returns the stack outputs.
 func clusterProgram(ctx *pulumi.Context, in ClusterInput) (pulumi.Map, error) {
-	if in.Cluster == nil {
-		return nil, errors.New("cluster program: nil TFRCluster")
-	}
-	tc := in.Cluster.DeepCopy()
-	tc.Default()
-	if errs := tc.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid TFRCluster %q: %w", tc.Name, errs.ToAggregate())
+	tc, err := prepare(stackname.LevelCluster, "TFRCluster", in.Cluster, in.Graph)
+	if err != nil {
+		return nil, err
 	}
 	p, err := planCluster(tc)
 	if err != nil {
 		return nil, err
 	}
-	if in.Graph != nil {
-		*in.Graph = Graph{}
+	c := &clusterComponents{}
+	if err := newGraphBuilder(in.Graph, clusterDependsOn).register(c.steps(ctx, &tc.Spec, p)); err != nil {
+		return nil, err
 	}
-	b := &graphBuilder{graph: in.Graph, built: map[string]pulumi.Resource{}, seen: map[string]bool{}, dependsOn: clusterDependsOn}
-	spec := &tc.Spec
+	return c.outputs(&tc.Spec, p), nil
+}
 
-	var (
-		ingress  *cluster.IstioIngress
-		cnpg     *cluster.CNPGOperator
-		minio    *cluster.MinIOOperator
-		rabbitmq *cluster.RabbitMQOperator
-		registry *cluster.ImageRegistry
-	)
-	steps := []struct {
-		id, typ string
-		enabled bool
-		create  func(opts ...pulumi.ResourceOption) (pulumi.Resource, error)
-	}{
-		{ClusterCertManager, cluster.CertManagerType, spec.CertManager.IsEnabled(), func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+// clusterComponents are the components whose outputs the stack exports, set by their steps
+// (nil: not installed).
+type clusterComponents struct {
+	ingress  *cluster.IstioIngress
+	cnpg     *cluster.CNPGOperator
+	minio    *cluster.MinIOOperator
+	rabbitmq *cluster.RabbitMQOperator
+	registry *cluster.ImageRegistry
+}
+
+// steps are the cluster's components in registration order.
+func (c *clusterComponents) steps(ctx *pulumi.Context, spec *v1alpha1.TFRClusterSpec, p *clusterPlan) []step {
+	return []step{
+		{ClusterCertManager, cluster.CertManagerType, unlessEnabled(spec.CertManager.IsEnabled()), func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewCertManager(ctx, ClusterCertManager, p.certManager, o...)
 		}},
-		{ClusterIstio, cluster.IstioType, spec.Istio.IsEnabled(), func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ClusterIstio, cluster.IstioType, unlessEnabled(spec.Istio.IsEnabled()), func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewIstio(ctx, ClusterIstio, p.istio, o...)
 		}},
-		{ClusterIstioIngress, cluster.IstioIngressType, spec.IstioIngress.IsEnabled(), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
-			ingress, err = cluster.NewIstioIngress(ctx, ClusterIstioIngress, p.istioIngress, o...)
-			return ingress, err
+		{ClusterIstioIngress, cluster.IstioIngressType, unlessEnabled(spec.IstioIngress.IsEnabled()), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
+			c.ingress, err = cluster.NewIstioIngress(ctx, ClusterIstioIngress, p.istioIngress, o...)
+			return c.ingress, err
 		}},
-		{ClusterGateway, cluster.GatewayType, true, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ClusterGateway, cluster.GatewayType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewGateway(ctx, ClusterGateway, p.gateway, o...)
 		}},
-		{ClusterEnvoyFilterCookie, cluster.EnvoyFilterCookieType, true, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ClusterEnvoyFilterCookie, cluster.EnvoyFilterCookieType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewEnvoyFilterCookie(ctx, ClusterEnvoyFilterCookie, p.envoyFilters, o...)
 		}},
-		{ClusterEnvoyFilterLuaRouting, cluster.EnvoyFilterLuaRoutingType, true, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ClusterEnvoyFilterLuaRouting, cluster.EnvoyFilterLuaRoutingType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewEnvoyFilterLuaRouting(ctx, ClusterEnvoyFilterLuaRouting, p.envoyFilters, o...)
 		}},
-		{ClusterVirtualService, cluster.ClusterVirtualServiceType, true, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ClusterVirtualService, cluster.ClusterVirtualServiceType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewClusterVirtualService(ctx, ClusterVirtualService, p.virtualService, o...)
 		}},
-		{ClusterIstioTelemetry, cluster.IstioTelemetryType, true, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ClusterIstioTelemetry, cluster.IstioTelemetryType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return cluster.NewIstioTelemetry(ctx, ClusterIstioTelemetry, p.telemetry, o...)
 		}},
-		{ClusterCNPGOperator, cluster.CNPGOperatorType, spec.CNPGOperator.IsEnabled(), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
-			cnpg, err = cluster.NewCNPGOperator(ctx, ClusterCNPGOperator, p.cnpg, o...)
-			return cnpg, err
+		{ClusterCNPGOperator, cluster.CNPGOperatorType, unlessEnabled(spec.CNPGOperator.IsEnabled()), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
+			c.cnpg, err = cluster.NewCNPGOperator(ctx, ClusterCNPGOperator, p.cnpg, o...)
+			return c.cnpg, err
 		}},
-		{ClusterMinIOOperator, cluster.MinIOOperatorType, spec.MinIOOperator.IsEnabled(), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
-			minio, err = cluster.NewMinIOOperator(ctx, ClusterMinIOOperator, p.minio, o...)
-			return minio, err
+		{ClusterMinIOOperator, cluster.MinIOOperatorType, unlessEnabled(spec.MinIOOperator.IsEnabled()), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
+			c.minio, err = cluster.NewMinIOOperator(ctx, ClusterMinIOOperator, p.minio, o...)
+			return c.minio, err
 		}},
-		{ClusterRabbitMQOperator, cluster.RabbitMQOperatorType, spec.RabbitMQOperator.IsEnabled(), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
-			rabbitmq, err = cluster.NewRabbitMQOperator(ctx, ClusterRabbitMQOperator, p.rabbitmq, o...)
-			return rabbitmq, err
+		{ClusterRabbitMQOperator, cluster.RabbitMQOperatorType, unlessEnabled(spec.RabbitMQOperator.IsEnabled()), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
+			c.rabbitmq, err = cluster.NewRabbitMQOperator(ctx, ClusterRabbitMQOperator, p.rabbitmq, o...)
+			return c.rabbitmq, err
 		}},
-		{ClusterImageRegistry, cluster.ImageRegistryType, p.registry != nil, func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
-			registry, err = cluster.NewImageRegistry(ctx, ClusterImageRegistry, p.registry, o...)
-			return registry, err
+		{ClusterImageRegistry, cluster.ImageRegistryType, unlessEnabled(p.registry != nil), func(o ...pulumi.ResourceOption) (r pulumi.Resource, err error) {
+			c.registry, err = cluster.NewImageRegistry(ctx, ClusterImageRegistry, p.registry, o...)
+			return c.registry, err
 		}},
 	}
-	for _, s := range steps {
-		if err := b.add(s.id, s.typ, s.enabled, s.create); err != nil {
-			return nil, err
-		}
-	}
-	return clusterOutputs(spec, p, ingress, registry, cnpg, minio, rabbitmq), nil
 }
 
-// clusterOutputs are the stack outputs (every key, zero values for what is not installed).
-func clusterOutputs(spec *v1alpha1.TFRClusterSpec, p *clusterPlan, ingress *cluster.IstioIngress, registry *cluster.ImageRegistry,
-	cnpg *cluster.CNPGOperator, minio *cluster.MinIOOperator, rabbitmq *cluster.RabbitMQOperator,
-) pulumi.Map {
-	out := pulumi.Map{
-		ClusterOutputDomain:                pulumi.String(spec.Domain),
-		ClusterOutputAPIHost:               pulumi.String(cluster.APIHost(spec.Domain)),
-		ClusterOutputIngressMode:           pulumi.String(string(spec.Ingress.Mode)),
-		ClusterOutputIngressAddress:        pulumi.String(""),
-		ClusterOutputIngressHTTPPort:       pulumi.Int(0),
-		ClusterOutputIngressHTTPSPort:      pulumi.Int(0),
-		ClusterOutputImageRegistry:         pulumi.String(p.imageMirror),
-		ClusterOutputPullSecretName:        pulumi.String(""),
-		ClusterOutputPullSecretNamespace:   pulumi.String(""),
-		ClusterOutputDockerConfigJSON:      pulumi.ToSecret(pulumi.String("")),
-		ClusterOutputCNPGOperatorReady:     readyOutput(cnpg, func(c *cluster.CNPGOperator) pulumi.BoolOutput { return c.Ready }),
-		ClusterOutputMinIOOperatorReady:    readyOutput(minio, func(c *cluster.MinIOOperator) pulumi.BoolOutput { return c.Ready }),
-		ClusterOutputRabbitMQOperatorReady: readyOutput(rabbitmq, func(c *cluster.RabbitMQOperator) pulumi.BoolOutput { return c.Ready }),
+// outputs are the stack outputs: every key, zero values for what is not installed.
+func (c *clusterComponents) outputs(spec *v1alpha1.TFRClusterSpec, p *clusterPlan) pulumi.Map {
+	out := newExports((&ClusterOutputs{
+		Domain: spec.Domain, APIHost: cluster.APIHost(spec.Domain), IngressMode: string(spec.Ingress.Mode),
+		ImageRegistry: p.imageMirror,
+	}).fields())
+	if i := c.ingress; i != nil {
+		out.set(ClusterOutputIngressAddress, i.Address)
+		out.set(ClusterOutputIngressHTTPPort, i.HTTPPort)
+		out.set(ClusterOutputIngressHTTPSPort, i.HTTPSPort)
 	}
-	if ingress != nil {
-		out[ClusterOutputIngressAddress] = ingress.Address
-		out[ClusterOutputIngressHTTPPort] = ingress.HTTPPort
-		out[ClusterOutputIngressHTTPSPort] = ingress.HTTPSPort
+	if r := c.registry; r != nil {
+		out.set(ClusterOutputPullSecretName, r.SecretName)
+		out.set(ClusterOutputPullSecretNamespace, pulumi.String(p.registry.Namespace))
+		out.set(ClusterOutputDockerConfigJSON, r.DockerConfigJSON)
 	}
-	if registry != nil {
-		out[ClusterOutputPullSecretName] = registry.SecretName
-		out[ClusterOutputPullSecretNamespace] = pulumi.String(p.registry.Namespace)
-		out[ClusterOutputDockerConfigJSON] = registry.DockerConfigJSON
+	if c.cnpg != nil {
+		out.set(ClusterOutputCNPGOperatorReady, c.cnpg.Ready)
 	}
-	return out
-}
-
-func readyOutput[T any](c *T, ready func(*T) pulumi.BoolOutput) pulumi.BoolInput {
-	if c == nil {
-		return pulumi.Bool(false)
+	if c.minio != nil {
+		out.set(ClusterOutputMinIOOperatorReady, c.minio.Ready)
 	}
-	return ready(c)
-}
-
-// graphBuilder registers components with DependsOn on the components its dependsOn table
-// names (clusterDependsOn, tenantDependsOn), applying the removal rule, and records the graph.
-type graphBuilder struct {
-	graph     *Graph
-	built     map[string]pulumi.Resource
-	seen      map[string]bool
-	dependsOn map[string][]string
-	// external are dependencies on other stacks: recorded in the graph, checked by the
-	// program before anything is registered, never passed to DependsOn.
-	external map[string]bool
-}
-
-// childLister is a component that names its direct children. Pulumi's Go SDK attaches
-// children to a component asynchronously, so DependsOn on the component alone can miss the
-// ones attached a moment late; depending on the listed children as well cannot.
-type childLister interface{ Children() []pulumi.Resource }
-
-func (b *graphBuilder) add(id, typ string, enabled bool, create func(...pulumi.ResourceOption) (pulumi.Resource, error)) error {
-	b.seen[id] = true
-	deps := b.dependsOn[id]
-	reason := ""
-	if !enabled {
-		reason = "disabled"
+	if c.rabbitmq != nil {
+		out.set(ClusterOutputRabbitMQOperatorReady, c.rabbitmq.Ready)
 	}
-	var after []pulumi.Resource
-	for _, d := range deps {
-		if b.external[d] {
-			continue
-		}
-		if !b.seen[d] {
-			// A step listed before its dependency would silently lose it; fail loudly.
-			return fmt.Errorf("graph: %s is registered before %s, which it depends on", id, d)
-		}
-		r, ok := b.built[d]
-		if !ok && reason == "" {
-			reason = "depends on " + d + ", which is not installed"
-		}
-		after = append(after, r)
-		if cl, ok := r.(childLister); ok {
-			after = append(after, cl.Children()...)
-		}
-	}
-	if reason != "" {
-		if b.graph != nil {
-			b.graph.Skipped = append(b.graph.Skipped, GraphSkip{ID: id, Reason: reason})
-		}
-		return nil
-	}
-	var opts []pulumi.ResourceOption
-	if len(after) > 0 {
-		opts = append(opts, pulumi.DependsOn(after))
-	}
-	r, err := create(opts...)
-	if err != nil {
-		return fmt.Errorf("%s: %w", id, err)
-	}
-	b.built[id] = r
-	if b.graph != nil {
-		b.graph.Nodes = append(b.graph.Nodes, GraphNode{ID: id, Type: typ, DependsOn: slices.Clone(deps)})
-	}
-	return nil
+	return out.m
 }
 
 // clusterPlan is every component's arguments, computed from the spec before anything is

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	k8scorev1 "k8s.io/api/core/v1"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/stacks/confz"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Node ids of the server graph: the Pulumi names of the components and what `tfrs graph`
@@ -61,11 +61,6 @@ var serverDependsOn = map[string][]string{
 	ServerRobotWorker: {ServerSecret, ServerConfig, ServerConfz, ServerDBInit, ServerMinIOInit, ServerGrafanaSA},
 }
 
-// serverSteps is the registration order (dependencies first).
-var serverSteps = []string{
-	ServerSecret, ServerConfig, ServerConfz, ServerDBInit, ServerMinIOInit, ServerGrafanaSA, ServerAPIWorker, ServerRobotWorker,
-}
-
 // serverDeps is serverDependsOn without the Jobs in skipped.
 func serverDeps(skipped map[string]string) map[string][]string {
 	out := make(map[string][]string, len(serverDependsOn))
@@ -73,48 +68,6 @@ func serverDeps(skipped map[string]string) map[string][]string {
 		out[id] = slices.DeleteFunc(slices.Clone(deps), func(d string) bool { _, skip := skipped[d]; return skip })
 	}
 	return out
-}
-
-// Output keys of the server stack. Every key is always exported and none is secret (a robot's
-// credentials live in its Secrets and in the stack's credential state only).
-const (
-	ServerOutputNamespace  = "namespace"
-	ServerOutputTenantType = "tenantType"
-	ServerOutputRobotID    = "robotId"
-	ServerOutputRobotType  = "robotType"
-	// ServerOutputAPIService is the API Service's in-cluster host, read back from the created
-	// Service; it equals routing.UpstreamHost for the robot. Its port is ServerOutputAPIPort
-	// (routing.UpstreamPort).
-	ServerOutputAPIService     = "apiService"
-	ServerOutputAPIPort        = "apiPort"
-	ServerOutputAPIServiceName = "apiServiceName"
-	ServerOutputSecretName     = "secretName"
-	ServerOutputConfigMapName  = "configMapName"
-	ServerOutputConfzSecret    = "confzSecretName"
-	// ServerOutputDBSchema is the robot's schema (TFS_ROBOT__DB_SCHEMA) in a personal
-	// tenant, "" in an enterprise tenant.
-	ServerOutputDBSchema = "dbSchema"
-	// ServerOutputBucket is the robot's bucket (personal) or the tenant's (enterprise).
-	ServerOutputBucket         = "bucket"
-	ServerOutputRabbitMQVHost  = "rabbitmqVHost"
-	ServerOutputRedisKeyPrefix = "redisKeyPrefix" // "" in an enterprise tenant
-	// ServerOutputGrafanaToken is the Secret holding the robot's Grafana token ("" without
-	// the grafana-sa Job).
-	ServerOutputGrafanaToken = "grafanaTokenSecret"
-	// ServerOutputChecksum is the workers' server.ChecksumAnnotation value.
-	ServerOutputChecksum = "checksum"
-)
-
-// ServerOutputKeys lists every output key of the server stack, sorted.
-func ServerOutputKeys() []string {
-	keys := []string{
-		ServerOutputNamespace, ServerOutputTenantType, ServerOutputRobotID, ServerOutputRobotType,
-		ServerOutputAPIService, ServerOutputAPIPort, ServerOutputAPIServiceName, ServerOutputSecretName,
-		ServerOutputConfigMapName, ServerOutputConfzSecret, ServerOutputDBSchema, ServerOutputBucket,
-		ServerOutputRabbitMQVHost, ServerOutputRedisKeyPrefix, ServerOutputGrafanaToken, ServerOutputChecksum,
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Names of a personal robot's generated credentials (program.Credential), kept in its server
@@ -151,21 +104,7 @@ type ServerInput struct {
 }
 
 // Server is the server stack's program.
-func Server(in ServerInput) pulumi.RunFunc {
-	return func(ctx *pulumi.Context) error {
-		if err := awaitTransforms(ctx); err != nil {
-			return err
-		}
-		outputs, err := serverProgram(ctx, in)
-		if err != nil {
-			return err
-		}
-		for k, v := range outputs {
-			ctx.Export(k, v)
-		}
-		return nil
-	}
-}
+func Server(in ServerInput) pulumi.RunFunc { return runProgram(in, serverProgram) }
 
 // ServerGraph runs the server program under Pulumi mocks (no engine, no cluster) over an
 // enterprise tenant with every component, and returns the components it registers with their
@@ -175,13 +114,9 @@ func ServerGraph(s *v1alpha1.TFRServer) (*Graph, error) {
 	if s == nil {
 		return nil, errors.New("server graph: nil TFRServer")
 	}
-	g := &Graph{}
-	err := pulumi.RunErr(Server(ServerInput{Server: s, Tenant: graphTenant(), Graph: g}),
-		pulumi.WithMocks("tfrs", "server."+s.Name, graphMocks{}))
-	if err != nil {
-		return nil, err
-	}
-	return g, nil
+	return mockGraph("server."+s.Name, graphMocks{}, func(g *Graph) pulumi.RunFunc {
+		return Server(ServerInput{Server: s, Tenant: graphTenant(), Graph: g})
+	})
 }
 
 // graphTenant is a stand-in for a tenant stack's outputs: an enterprise tenant with Grafana
@@ -205,20 +140,13 @@ func graphTenant() TenantOutputs {
 // be wrong with the input (spec, confzData TOML, routing values, tenant outputs) is checked
 // before anything is registered.
 func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
-	if in.Server == nil {
-		return nil, errors.New("server program: nil TFRServer")
-	}
-	s := in.Server.DeepCopy()
-	s.Default()
-	if errs := s.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid TFRServer %q: %w", s.Name, errs.ToAggregate())
+	s, err := prepare(stackname.LevelServer, "TFRServer", in.Server, in.Graph)
+	if err != nil {
+		return nil, err
 	}
 	p, err := planServer(s, in.Tenant)
 	if err != nil {
 		return nil, err
-	}
-	if in.Graph != nil {
-		*in.Graph = Graph{}
 	}
 	return registerServer(ctx, s, p, in.Graph)
 }
@@ -317,10 +245,6 @@ func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error)
 	return c, nil
 }
 
-func secretOf(s SecretString) pulumi.StringOutput {
-	return pulumi.ToSecret(pulumi.String(s.Reveal())).(pulumi.StringOutput)
-}
-
 // connections is the Confz's connection info from the tenant's outputs and the robot's
 // credentials (plain values: this runs inside Apply).
 func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3Key, s3Secret string) confz.Connections {
@@ -354,146 +278,141 @@ func (p *serverPlan) confzTOML(c *robotCredentials) pulumi.StringOutput {
 	return pulumi.ToSecret(toml).(pulumi.StringOutput)
 }
 
-// registerServer registers the components in serverSteps order and returns the outputs.
+// registerServer registers the components in step order and returns the outputs.
 func registerServer(ctx *pulumi.Context, s *v1alpha1.TFRServer, p *serverPlan, g *Graph) (pulumi.Map, error) {
-	b := &graphBuilder{graph: g, built: map[string]pulumi.Resource{}, seen: map[string]bool{}, dependsOn: serverDeps(p.skipped)}
 	creds, err := p.credentials(ctx)
 	if err != nil {
 		return nil, err
 	}
-	spec, r, t := &s.Spec, p.robot, &p.t
-	toml := p.confzTOML(creds)
-	checksum := server.ChecksumOf(spec.SecretData, spec.ConfigData, toml)
-	pull := t.PullSecretName
-	env := map[string]string{}
+	r := &serverRegistrar{ctx: ctx, spec: &s.Spec, p: p, creds: creds, env: map[string]string{}}
+	r.toml = p.confzTOML(creds)
+	r.checksum = server.ChecksumOf(s.Spec.SecretData, s.Spec.ConfigData, r.toml)
 	if p.personal {
-		env[server.DBSchemaEnv] = r.Schema()
+		r.env[server.DBSchemaEnv] = p.robot.Schema()
 	}
+	if err := newGraphBuilder(g, serverDeps(p.skipped)).register(r.steps()); err != nil {
+		return nil, err
+	}
+	return r.outputs(), nil
+}
 
-	var (
-		secret    *server.Secret
-		config    *server.Config
-		cz        *server.Confz
-		grafanaSA *server.GrafanaSA
-		api       *server.APIWorker
-	)
-	pod := func(w v1alpha1.WorkloadSpec) server.Pod {
-		return server.Pod{
-			Image: spec.Image, SecretName: secret.Name, ConfigMapName: config.Name, ConfzSecretName: cz.SecretName,
-			SharedCache: p.sharedCache, Env: env, PullSecret: pull, Resources: resourceArgs(w.Resources),
-		}
-	}
-	steps := map[string]struct {
-		typ    string
-		create func(opts ...pulumi.ResourceOption) (pulumi.Resource, error)
-	}{
-		ServerSecret: {server.SecretType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
-			secret, err = server.NewSecret(ctx, ServerSecret, &server.EnvArgs{Robot: r, Data: spec.SecretData}, o...)
-			return secret, err
+// serverRegistrar is one registration of a robot's components: what the steps read, and
+// what earlier steps hand the later ones and the outputs.
+type serverRegistrar struct {
+	ctx      *pulumi.Context
+	spec     *v1alpha1.TFRServerSpec
+	p        *serverPlan
+	creds    *robotCredentials
+	toml     pulumi.StringOutput // the Confz, secret
+	checksum pulumi.StringOutput // of the env and Confz: a change rolls the workers
+	env      map[string]string   // explicit env of the Jobs and workers
+
+	// Set by their steps (nil: not installed).
+	secret    *server.Secret
+	config    *server.Config
+	cz        *server.Confz
+	grafanaSA *server.GrafanaSA
+	api       *server.APIWorker
+}
+
+// steps are the robot's components in registration order. The Jobs spec.initJobs switches
+// off (p.skipped) are skipped without their dependants: serverDeps drops them from the
+// workers' lists.
+func (r *serverRegistrar) steps() []step {
+	ctx, spec, p, creds := r.ctx, r.spec, r.p, r.creds
+	rb, t, pull := p.robot, &p.t, p.t.PullSecretName
+	return []step{
+		{ServerSecret, server.SecretType, "", func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			r.secret, err = server.NewSecret(ctx, ServerSecret, &server.EnvArgs{Robot: rb, Data: spec.SecretData}, o...)
+			return r.secret, err
 		}},
-		ServerConfig: {server.ConfigType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
-			config, err = server.NewConfig(ctx, ServerConfig, &server.EnvArgs{Robot: r, Data: spec.ConfigData}, o...)
-			return config, err
+		{ServerConfig, server.ConfigType, "", func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			r.config, err = server.NewConfig(ctx, ServerConfig, &server.EnvArgs{Robot: rb, Data: spec.ConfigData}, o...)
+			return r.config, err
 		}},
-		ServerConfz: {server.ConfzType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
-			args := &server.ConfzArgs{Robot: r, TOML: toml}
+		{ServerConfz, server.ConfzType, "", func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			args := &server.ConfzArgs{Robot: rb, TOML: r.toml}
 			if p.personal {
 				args.Broker = &server.BrokerArgs{Cluster: tenant.RabbitMQCluster, VHost: creds.rabbitmqVHost, User: creds.rabbitmqUser, Password: creds.rabbitmq}
 			}
-			cz, err = server.NewConfz(ctx, ServerConfz, args, o...)
-			return cz, err
+			r.cz, err = server.NewConfz(ctx, ServerConfz, args, o...)
+			return r.cz, err
 		}},
-		ServerDBInit: {server.DBInitType, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
-			args := &server.DBInitArgs{Robot: r, Image: spec.Image, Args: serverDBInitArgs, Confz: toml, Env: env, PullSecret: pull}
+		{ServerDBInit, server.DBInitType, p.skipped[ServerDBInit], func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+			args := &server.DBInitArgs{Robot: rb, Image: spec.Image, Args: serverDBInitArgs, Confz: r.toml, Env: r.env, PullSecret: pull}
 			if p.personal {
 				args.Schema = &server.SchemaArgs{
 					Host: t.PostgresHost, Port: t.PostgresPort, Database: t.PostgresDatabase,
 					AdminUser: t.PostgresUser, AdminPassword: secretOf(t.PostgresPassword),
-					Role: r.Schema(), Password: creds.postgres,
+					Role: rb.Schema(), Password: creds.postgres,
 				}
 			}
 			return server.NewDBInit(ctx, ServerDBInit, args, o...)
 		}},
-		ServerMinIOInit: {server.MinIOInitType, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ServerMinIOInit, server.MinIOInitType, p.skipped[ServerMinIOInit], func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			args := &server.MinIOInitArgs{
-				Robot: r, Host: t.MinIOHost, Port: t.MinIOPort,
+				Robot: rb, Host: t.MinIOHost, Port: t.MinIOPort,
 				RootUser: secretOf(t.MinIOAccessKey), RootPassword: secretOf(t.MinIOSecretKey),
 				Bucket: creds.bucket, PullSecret: pull,
 			}
 			if p.personal {
-				args.User = &server.MinIOUser{AccessKey: r.Name(), SecretKey: creds.minioSecret}
+				args.User = &server.MinIOUser{AccessKey: rb.Name(), SecretKey: creds.minioSecret}
 			}
 			return server.NewMinIOInit(ctx, ServerMinIOInit, args, o...)
 		}},
-		ServerGrafanaSA: {server.GrafanaSAType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
-			grafanaSA, err = server.NewGrafanaSA(ctx, ServerGrafanaSA, &server.GrafanaSAArgs{
-				Robot: r, URL: t.GrafanaURL, AdminUser: t.GrafanaAdminUser, AdminPassword: secretOf(t.GrafanaAdminPassword), PullSecret: pull,
+		{ServerGrafanaSA, server.GrafanaSAType, p.skipped[ServerGrafanaSA], func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			r.grafanaSA, err = server.NewGrafanaSA(ctx, ServerGrafanaSA, &server.GrafanaSAArgs{
+				Robot: rb, URL: t.GrafanaURL, AdminUser: t.GrafanaAdminUser, AdminPassword: secretOf(t.GrafanaAdminPassword), PullSecret: pull,
 			}, o...)
-			return grafanaSA, err
+			return r.grafanaSA, err
 		}},
-		ServerAPIWorker: {server.APIWorkerType, func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
-			args := &server.WorkerArgs{Robot: r, Pod: pod(spec.APIWorker), Args: serverAPIArgs, Replicas: int(*spec.APIWorker.Replicas), Checksum: checksum}
+		{ServerAPIWorker, server.APIWorkerType, "", func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
+			args := &server.WorkerArgs{Robot: rb, Pod: r.pod(spec.APIWorker), Args: serverAPIArgs, Replicas: int(*spec.APIWorker.Replicas), Checksum: r.checksum}
 			if p.personal {
 				args.Isolation = &server.Isolation{GatewayPrincipal: ServerGatewayPrincipal}
 			}
-			api, err = server.NewAPIWorker(ctx, ServerAPIWorker, args, o...)
-			return api, err
+			r.api, err = server.NewAPIWorker(ctx, ServerAPIWorker, args, o...)
+			return r.api, err
 		}},
-		ServerRobotWorker: {server.RobotWorkerType, func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+		{ServerRobotWorker, server.RobotWorkerType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 			return server.NewRobotWorker(ctx, ServerRobotWorker, &server.WorkerArgs{
-				Robot: r, Pod: pod(spec.RobotWorker), Args: serverWorkerArgs, Replicas: int(*spec.RobotWorker.Replicas), Checksum: checksum,
+				Robot: rb, Pod: r.pod(spec.RobotWorker), Args: serverWorkerArgs, Replicas: int(*spec.RobotWorker.Replicas), Checksum: r.checksum,
 			}, o...)
 		}},
 	}
-	for _, id := range serverSteps {
-		if reason, skip := p.skipped[id]; skip {
-			// Recorded here, not by b.add: a Job that does not run must not take the workers
-			// with it (serverDeps already dropped it from their lists).
-			b.seen[id] = true
-			if g != nil {
-				g.Skipped = append(g.Skipped, GraphSkip{ID: id, Reason: reason})
-			}
-			continue
-		}
-		st := steps[id]
-		if err := b.add(id, st.typ, true, st.create); err != nil {
-			return nil, err
-		}
+}
+
+// pod is a worker's pod: it loads the robot's Secret, ConfigMap and Confz, so it comes after
+// their steps.
+func (r *serverRegistrar) pod(w v1alpha1.WorkloadSpec) server.Pod {
+	return server.Pod{
+		Image: r.spec.Image, SecretName: r.secret.Name, ConfigMapName: r.config.Name, ConfzSecretName: r.cz.SecretName,
+		SharedCache: r.p.sharedCache, Env: r.env, PullSecret: r.p.t.PullSecretName, Resources: resourceArgs(w.Resources),
 	}
-	return p.outputs(secret, config, cz, api, grafanaSA, creds, checksum), nil
 }
 
 // outputs are the stack outputs: every key, none secret.
-func (p *serverPlan) outputs(secret *server.Secret, config *server.Config, cz *server.Confz, api *server.APIWorker,
-	grafanaSA *server.GrafanaSA, c *robotCredentials, checksum pulumi.StringOutput,
-) pulumi.Map {
-	r := p.robot
-	out := pulumi.Map{
-		ServerOutputNamespace:      pulumi.String(r.Namespace),
-		ServerOutputTenantType:     pulumi.String(p.t.TenantType),
-		ServerOutputRobotID:        pulumi.String(r.ID),
-		ServerOutputRobotType:      pulumi.String(r.Type),
-		ServerOutputAPIService:     api.Host,
-		ServerOutputAPIPort:        api.Port,
-		ServerOutputAPIServiceName: api.ServiceName,
-		ServerOutputSecretName:     secret.Name,
-		ServerOutputConfigMapName:  config.Name,
-		ServerOutputConfzSecret:    cz.SecretName,
-		ServerOutputDBSchema:       pulumi.String(""),
-		ServerOutputBucket:         pulumi.String(c.bucket),
-		ServerOutputRabbitMQVHost:  pulumi.String(c.rabbitmqVHost),
-		ServerOutputRedisKeyPrefix: pulumi.String(""),
-		ServerOutputGrafanaToken:   pulumi.String(""),
-		ServerOutputChecksum:       checksum,
+func (r *serverRegistrar) outputs() pulumi.Map {
+	p, rb, c := r.p, r.p.robot, r.creds
+	known := ServerOutputs{
+		Namespace: rb.Namespace, TenantType: p.t.TenantType, RobotID: rb.ID, RobotType: rb.Type,
+		Bucket: c.bucket, RabbitMQVHost: c.rabbitmqVHost,
 	}
 	if p.personal {
-		out[ServerOutputDBSchema] = pulumi.String(r.Schema())
-		out[ServerOutputRedisKeyPrefix] = pulumi.String(r.RedisKeyPrefix())
+		known.DBSchema, known.RedisKeyPrefix = rb.Schema(), rb.RedisKeyPrefix()
 	}
-	if grafanaSA != nil {
-		out[ServerOutputGrafanaToken] = grafanaSA.TokenSecret
+	out := newExports(known.fields())
+	out.set(ServerOutputAPIService, r.api.Host)
+	out.set(ServerOutputAPIPort, r.api.Port)
+	out.set(ServerOutputAPIServiceName, r.api.ServiceName)
+	out.set(ServerOutputSecretName, r.secret.Name)
+	out.set(ServerOutputConfigMapName, r.config.Name)
+	out.set(ServerOutputConfzSecret, r.cz.SecretName)
+	out.set(ServerOutputChecksum, r.checksum)
+	if r.grafanaSA != nil {
+		out.set(ServerOutputGrafanaToken, r.grafanaSA.TokenSecret)
 	}
-	return out
+	return out.m
 }
 
 // resourceArgs are a container's requests and limits in the Pulumi form (nil when none).

@@ -40,11 +40,8 @@ type tenantRun struct {
 	content map[string]any // out with every value, for lookups
 }
 
-// lookup serves the run's outputs as a stack would (for the shared → member hand-over).
-func (r *tenantRun) lookup(key string) (any, bool, bool) {
-	v, ok := r.out[key]
-	return v, r.secret[key], ok
-}
+// outputs are the run's outputs as a stack hands them over (for the shared → member hand-over).
+func (r *tenantRun) outputs() program.Outputs { return stackOutputs(r.out, r.secret) }
 
 // runTenantErr runs the program as stack `stack` and returns the run (nil on error).
 func runTenantErr(in TenantInput, stack string, secretData map[string]string) (*tenantRun, error) {
@@ -586,7 +583,7 @@ func TestTenantPersonal(t *testing.T) {
 	check(t, "same objects whichever tenant drives the shared stack", sameStrings(urnSet(sr), urnSet(br)), true)
 
 	// Both tenants' own stacks register nothing and re-export the shared outputs.
-	sharedOut, err := tenantOutputsFrom(sr.lookup)
+	sharedOut, err := TenantOutputsFromStack(sr.outputs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,28 +637,6 @@ func TestTenantPersonal(t *testing.T) {
 			t.Errorf("%s: registered %d resources", name, len(r.m.regs))
 		}
 	}
-}
-
-func TestSharedStackOwner(t *testing.T) {
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	deleting := newPersonal("aaron", t0.Add(-time.Hour), nil)
-	deleting.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	other := newPersonal("zed", t0.Add(-2*time.Hour), func(s *v1alpha1.TFRTenantSpec) { s.JobType = "code" })
-	tenants := []v1alpha1.TFRTenant{*newPersonal("bob", t0, nil), *deleting, *other, *newEnterprise(nil), *newPersonal("alice", t0, nil)}
-	if o := SharedStackOwner(tenants, "chat"); o == nil || o.Name != "alice" {
-		t.Errorf("owner = %v, want alice (oldest live, name breaks the tie)", o)
-	}
-	if o := SharedStackOwner(tenants, "code"); o == nil || o.Name != "zed" {
-		t.Errorf("code owner = %v", o)
-	}
-	if o := SharedStackOwner([]v1alpha1.TFRTenant{*deleting}, "chat"); o != nil {
-		t.Errorf("owner %s among tenants being deleted: the shared stack should go", o.Name)
-	}
-	if _, err := PersonalSharedStack(""); err == nil {
-		t.Error("empty job type accepted")
-	}
-	own, shared, err := TenantStackNames(newEnterprise(nil))
-	check(t, "enterprise stacks", []any{own, shared, err}, []any{enterpriseStack, "", nil})
 }
 
 func TestTenantDisablingRemovesDependants(t *testing.T) {
@@ -817,73 +792,6 @@ func TestTenantRejectsInvalidInput(t *testing.T) {
 	}
 	if _, err := TenantGraph(nil); err == nil {
 		t.Error("nil tenant graph")
-	}
-}
-
-// mapLookup serves outputs from plain maps, as a stack would.
-func mapLookup(values map[string]any, secret map[string]bool) outputLookup {
-	return func(k string) (any, bool, bool) {
-		v, ok := values[k]
-		return v, secret[k], ok
-	}
-}
-
-func TestTenantOutputsFromStack(t *testing.T) {
-	r := runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster}, enterpriseStack, nil)
-	// As the engine hands them over: JSON numbers are float64.
-	values := map[string]any{}
-	for k, v := range r.out {
-		if n, ok := v.(int); ok {
-			v = float64(n)
-		}
-		values[k] = v
-	}
-	o, err := tenantOutputsFrom(mapLookup(values, r.secret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "typed", []any{o.PostgresHost, o.PostgresPort, o.RedisPassword.Reveal(), o.MinIOPort},
-		[]any{"acme-pg-rw", 5432, r.out[TenantOutputRedisPassword], tenant.MinIOPort})
-	// The typed outputs never print a secret.
-	for _, s := range []string{fmt.Sprint(o), fmt.Sprintf("%+v", o), fmt.Sprintf("%#v", o)} {
-		if strings.Contains(s, o.RedisPassword.Reveal()) {
-			t.Errorf("printed a secret: %s", s)
-		}
-	}
-	if b, _ := json.Marshal(o); strings.Contains(string(b), o.PostgresPassword.Reveal()) {
-		t.Error("JSON holds a secret")
-	}
-
-	for name, mut := range map[string]func(v map[string]any, s map[string]bool){
-		"missing key":        func(v map[string]any, _ map[string]bool) { delete(v, TenantOutputRedisHost) },
-		"secret in the open": func(_ map[string]any, s map[string]bool) { s[TenantOutputRedisPassword] = false },
-		"port not a number":  func(v map[string]any, _ map[string]bool) { v[TenantOutputRedisPort] = "6379" },
-		"fractional port":    func(v map[string]any, _ map[string]bool) { v[TenantOutputRedisPort] = 6379.5 },
-		"host not a string":  func(v map[string]any, _ map[string]bool) { v[TenantOutputRedisHost] = 1.0 },
-	} {
-		v, s := map[string]any{}, map[string]bool{}
-		for k, x := range values {
-			v[k] = x
-		}
-		for k, x := range r.secret {
-			s[k] = x
-		}
-		mut(v, s)
-		if _, err := tenantOutputsFrom(mapLookup(v, s)); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-
-	// The cluster side: the cluster program's own outputs read back.
-	_, _, cout := runCluster(t, newTestCluster(nil))
-	csecret := map[string]bool{ClusterOutputDockerConfigJSON: true}
-	c, err := tenantClusterFrom(mapLookup(cout, csecret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	check(t, "cluster", []any{c.PullSecretName, c.ImageRegistry, c.RabbitMQOperatorReady, c.DockerConfigJSON.Reveal() != ""}, []any{"ccr-pull-secret", "", true, true})
-	if _, err := tenantClusterFrom(mapLookup(cout, map[string]bool{})); err == nil {
-		t.Error("dockerconfigjson in the open accepted")
 	}
 }
 

@@ -103,16 +103,8 @@ func StackReferences(ctx *pulumi.Context) Parents { return stackRefParents{ctx: 
 
 type stackRefParents struct{ ctx *pulumi.Context }
 
-// clusterOutputKeys are the cluster outputs a tenant reads (see stacks.TenantClusterFromStack).
-var clusterOutputKeys = map[string]bool{
-	stacks.ClusterOutputPullSecretName:        false,
-	stacks.ClusterOutputDockerConfigJSON:      true,
-	stacks.ClusterOutputImageRegistry:         false,
-	stacks.ClusterOutputRabbitMQOperatorReady: false,
-}
-
 func (s stackRefParents) Cluster(_ context.Context, stack string) (stacks.TenantCluster, error) {
-	out, err := s.read(stack, clusterOutputKeys)
+	out, err := s.read(stack, stacks.ClusterOutputKeys())
 	if err != nil {
 		return stacks.TenantCluster{}, err
 	}

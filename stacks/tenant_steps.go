@@ -1,0 +1,322 @@
+package stacks
+
+import (
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/tenant"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+)
+
+// The tenant program's steps: one method per component, each registering it from the plan
+// and setting the outputs it provides.
+
+// registerTenant registers the components in step order and returns the outputs.
+func registerTenant(ctx *pulumi.Context, t *v1alpha1.TFRTenant, p *tenantPlan, g *Graph) (pulumi.Map, error) {
+	r := &tenantRegistrar{ctx: ctx, t: t, spec: &t.Spec, p: p, pull: p.pullSecretName()}
+	r.out = newExports((&TenantOutputs{Namespace: p.namespace, TenantType: string(t.Spec.Type), JobType: t.Spec.JobType}).fields())
+	b := newGraphBuilder(g, tenantDependsOn)
+	b.addExternal(tenantExternal)
+	if err := b.register(r.steps()); err != nil {
+		return nil, err
+	}
+	return r.out.m, nil
+}
+
+// tenantRegistrar is one registration of a tenant's components: what the steps read, and
+// what earlier steps hand the later ones.
+type tenantRegistrar struct {
+	ctx  *pulumi.Context
+	t    *v1alpha1.TFRTenant
+	spec *v1alpha1.TFRTenantSpec
+	p    *tenantPlan
+	pull string // the pull Secret's name in the namespace, "" for none
+	out  *exports
+
+	// Set by their steps for the ones after (the dependsOn table orders them).
+	ns     pulumi.StringOutput // the namespace's name
+	pg     *tenant.PostgreSQL
+	jaeger *tenant.Jaeger
+	prom   *tenant.Prometheus
+}
+
+// steps are the tenant's components in registration order (dependencies first). Listing them
+// reads only the spec, never the plan: a personal member lists their ids without one.
+func (r *tenantRegistrar) steps() []step {
+	s := &r.t.Spec
+	return []step{
+		{TenantNamespace, tenant.NamespaceType, "", r.addNamespace},
+		{TenantPostgreSQL, tenant.PostgreSQLType, "", r.addPostgreSQL},
+		{TenantRedis, tenant.RedisType, "", r.addRedis},
+		{TenantMinIO, tenant.MinIOType, "", r.addMinIO},
+		{TenantRabbitMQ, tenant.RabbitMQType, "", r.addRabbitMQ},
+		{TenantTimescaleDB, tenant.TimescaleDBType, unlessEnabled(s.TimescaleDB.IsEnabled()), r.addTimescaleDB},
+		{TenantJaeger, tenant.JaegerType, unlessEnabled(s.Jaeger.IsEnabled()), r.addJaeger},
+		{TenantOtelCollector, tenant.OtelCollectorType, unlessEnabled(s.OtelCollector.IsEnabled()), r.addOtelCollector},
+		{TenantPrometheus, tenant.PrometheusType, unlessEnabled(s.Prometheus.IsEnabled()), r.addPrometheus},
+		{TenantGrafana, tenant.GrafanaType, unlessEnabled(s.Grafana.IsEnabled()), r.addGrafana},
+		{TenantVector, tenant.VectorType, unlessEnabled(s.Vector.IsEnabled()), r.addVector},
+		{TenantSharedCache, tenant.SharedCacheType, unlessEnabled(s.SharedCache.IsEnabled()), r.addSharedCache},
+		{TenantTFRobotFront, tenant.TFRobotFrontType, unlessEnabled(s.TFRobotFront.IsEnabled()), r.addTFRobotFront},
+		{TenantTFRSUtils, tenant.TFRSUtilsType, unlessEnabled(s.TFRSUtils.IsEnabled()), r.addTFRSUtils},
+	}
+}
+
+func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	p := r.p
+	args := &tenant.NamespaceArgs{
+		Name: p.namespace, Labels: p.labels, Retain: p.retain,
+		AllowedNamespaces: []string{cluster.IngressNamespace, cluster.IstioNamespace, TenantMonitoringNamespace},
+	}
+	if c := p.pullSecret; c != nil {
+		args.PullSecret = &tenant.PullSecret{Name: c.PullSecretName, DockerConfigJSON: secretOf(c.DockerConfigJSON)}
+	}
+	ns, err := tenant.NewNamespace(r.ctx, TenantNamespace, args, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.ns = ns.Name
+	r.out.set(TenantOutputPullSecretName, ns.PullSecretName)
+	return ns, nil
+}
+
+func (r *tenantRegistrar) addPostgreSQL(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	pgs, p := &r.spec.PostgreSQL, r.p
+	login, err := loginFor(r.ctx, r.spec.Credentials.PostgreSQL, CredentialPostgresPassword, nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.pg, err = tenant.NewPostgreSQL(r.ctx, TenantPostgreSQL, &tenant.PostgreSQLArgs{
+		Namespace: r.ns, ClusterName: p.namespace + "-pg", Instances: int(*pgs.Instances),
+		ImageName: p.image(pgs.ImageName),
+		Storage:   tenant.CNPGStorage{Size: pgs.Size.String(), StorageClass: pgs.StorageClassName},
+		Resources: resources(pgs.Resources), Database: r.t.DatabaseName(), Owner: pgs.Owner,
+		CredentialsSecret: p.namespace + "-pg-credentials", Login: login,
+		PullSecret: r.pull, Retain: p.retain,
+	}, o...); err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputPostgresHost, r.pg.Host)
+	r.out.set(TenantOutputPostgresPort, r.pg.Port)
+	r.out.set(TenantOutputPostgresDatabase, r.pg.Database)
+	r.out.set(TenantOutputPostgresUser, r.pg.User)
+	r.out.set(TenantOutputPostgresPassword, r.pg.Password)
+	r.out.set(TenantOutputPostgresCredentialsSecret, r.pg.CredentialsSecret)
+	return r.pg, nil
+}
+
+func (r *tenantRegistrar) addRedis(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	rs := &r.spec.Redis
+	login, err := loginFor(r.ctx, r.spec.Credentials.Redis, CredentialRedisPassword, nil)
+	if err != nil {
+		return nil, err
+	}
+	c, err := tenant.NewRedis(r.ctx, TenantRedis, &tenant.RedisArgs{
+		Namespace: r.ns, Image: r.p.image(rs.Image),
+		Size: rs.Size.String(), StorageClass: rs.StorageClassName,
+		Resources: resources(rs.Resources), Login: login, PullSecret: r.pull, Retain: r.p.retain,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputRedisHost, c.Host)
+	r.out.set(TenantOutputRedisPort, c.Port)
+	r.out.set(TenantOutputRedisPassword, c.Password)
+	r.out.set(TenantOutputRedisSecret, c.SecretName)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addMinIO(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	login, err := r.minIOLogin()
+	if err != nil {
+		return nil, err
+	}
+	mn := &r.spec.MinIO
+	c, err := tenant.NewMinIO(r.ctx, TenantMinIO, &tenant.MinIOArgs{
+		Namespace: r.ns, Image: r.p.image(mn.Image),
+		Servers: int(*mn.Servers), VolumesPerServer: int(*mn.VolumesPerServer),
+		Size: mn.Size.String(), StorageClass: mn.StorageClassName, Resources: resources(mn.Resources),
+		Bucket: tenantBucket(r.p.namespace), Login: login, PullSecret: r.pull, Retain: r.p.retain,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputMinIOHost, c.Host)
+	r.out.set(TenantOutputMinIOPort, c.Port)
+	r.out.set(TenantOutputMinIOAccessKey, c.AccessKey)
+	r.out.set(TenantOutputMinIOSecretKey, c.SecretKey)
+	r.out.set(TenantOutputMinIOBucket, c.Bucket)
+	return c, nil
+}
+
+// minIOLogin is MinIO's root login: the user-given Secret, else a generated root user and
+// password (MinIO has no default user, unlike the other components of loginFor).
+func (r *tenantRegistrar) minIOLogin() (tenant.Login, error) {
+	if ref := r.spec.Credentials.MinIO; ref != nil {
+		return tenant.Login{ExistingSecret: ref.ExistingSecret}, nil
+	}
+	user, err := program.Credential(r.ctx, CredentialMinIORootUser, program.WithLength(20))
+	if err != nil {
+		return tenant.Login{}, err
+	}
+	pw, err := program.Credential(r.ctx, CredentialMinIORootPass)
+	if err != nil {
+		return tenant.Login{}, err
+	}
+	return tenant.Login{User: user, Password: pw}, nil
+}
+
+func (r *tenantRegistrar) addRabbitMQ(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	login, err := loginFor(r.ctx, r.spec.Credentials.RabbitMQ, CredentialRabbitMQPassword, pulumi.String(TenantRabbitMQUser))
+	if err != nil {
+		return nil, err
+	}
+	mq := &r.spec.RabbitMQ
+	c, err := tenant.NewRabbitMQ(r.ctx, TenantRabbitMQ, &tenant.RabbitMQArgs{
+		Namespace: r.ns, Image: r.p.image(mq.Image), Replicas: int(*mq.Replicas),
+		Size: mq.Size.String(), StorageClass: mq.StorageClassName, Resources: resources(mq.Resources),
+		Login: login, PullSecret: r.pull,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputRabbitMQHost, c.Host)
+	r.out.set(TenantOutputRabbitMQPort, c.Port)
+	r.out.set(TenantOutputRabbitMQUser, c.User)
+	r.out.set(TenantOutputRabbitMQPassword, c.Password)
+	r.out.set(TenantOutputRabbitMQVHost, c.VHost)
+	r.out.set(TenantOutputRabbitMQBrokerURL, pulumi.All(c.Host, c.Port, c.User, c.Password, c.VHost).ApplyT(func(v []any) string {
+		return BrokerURL(v[0].(string), v[1].(int), v[2].(string), v[3].(string), v[4].(string))
+	}).(pulumi.StringOutput))
+	return c, nil
+}
+
+// addTimescaleDB shares PostgreSQL's login: same owner, same credentials Secret.
+func (r *tenantRegistrar) addTimescaleDB(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	ts := &r.spec.TimescaleDB
+	c, err := tenant.NewTimescaleDB(r.ctx, TenantTimescaleDB, &tenant.TimescaleDBArgs{
+		Namespace: r.ns, ClusterName: r.p.namespace + "-tsdb", ImageName: r.p.image(ts.Image),
+		Storage:   tenant.CNPGStorage{Size: ts.Size.String(), StorageClass: ts.StorageClassName},
+		Resources: resources(ts.Resources), Database: r.t.DatabaseName(),
+		Owner: r.pg.User, CredentialsSecret: r.pg.CredentialsSecret, PullSecret: r.pull, Retain: r.p.retain,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputTimescaleHost, c.Host)
+	r.out.set(TenantOutputTimescalePort, c.Port)
+	r.out.set(TenantOutputTimescaleDatabase, c.Database)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addJaeger(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	var err error
+	if r.jaeger, err = tenant.NewJaeger(r.ctx, TenantJaeger, &tenant.JaegerArgs{
+		Namespace: r.ns, Chart: r.p.jaeger, Images: r.p.images, PullSecret: r.pull,
+	}, o...); err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputJaegerURL, r.jaeger.QueryURL)
+	return r.jaeger, nil
+}
+
+func (r *tenantRegistrar) addOtelCollector(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	oc := &r.spec.OtelCollector
+	c, err := tenant.NewOtelCollector(r.ctx, TenantOtelCollector, &tenant.OtelCollectorArgs{
+		Namespace: r.ns, Image: r.p.image(oc.Image), Replicas: 1, Resources: resources(oc.Resources),
+		JaegerEndpoint: r.jaeger.CollectorEndpoint, PullSecret: r.pull,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputOtelEndpoint, c.Endpoint)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addPrometheus(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	pr := &r.spec.Prometheus
+	var err error
+	if r.prom, err = tenant.NewPrometheus(r.ctx, TenantPrometheus, &tenant.PrometheusArgs{
+		Namespace: r.ns, Image: r.p.image(pr.Image), Retention: pr.Retention,
+		Resources: resources(pr.Resources), PullSecret: r.pull,
+	}, o...); err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputPrometheusURL, r.prom.URL)
+	return r.prom, nil
+}
+
+func (r *tenantRegistrar) addGrafana(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	login, err := loginFor(r.ctx, r.spec.Credentials.Grafana, CredentialGrafanaPassword, pulumi.String(r.spec.Grafana.AdminUser))
+	if err != nil {
+		return nil, err
+	}
+	args := &tenant.GrafanaArgs{Namespace: r.ns, Chart: r.p.grafana, Images: r.p.images, Login: login, PullSecret: r.pull}
+	// Data sources only name URLs: no ordering is needed, so no edge to their components.
+	if r.prom != nil {
+		args.PrometheusURL = r.prom.URL
+	}
+	if r.jaeger != nil {
+		args.JaegerURL = r.jaeger.QueryURL
+	}
+	c, err := tenant.NewGrafana(r.ctx, TenantGrafana, args, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputGrafanaURL, c.URL)
+	r.out.set(TenantOutputGrafanaAdminUser, c.AdminUser)
+	r.out.set(TenantOutputGrafanaAdminPassword, c.AdminPassword)
+	r.out.set(TenantOutputGrafanaAdminSecret, c.AdminSecret)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addVector(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	vs := &r.spec.Vector
+	c, err := tenant.NewVector(r.ctx, TenantVector, &tenant.VectorArgs{
+		Namespace: r.ns, Image: r.p.image(vs.Image), Replicas: 1,
+		Resources: resources(vs.Resources), PullSecret: r.pull,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputVectorEndpoint, c.Endpoint)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addSharedCache(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	sc := &r.spec.SharedCache
+	c, err := tenant.NewSharedCache(r.ctx, TenantSharedCache, &tenant.SharedCacheArgs{
+		Namespace: r.ns, Size: sc.Size.String(), StorageClass: sc.StorageClassName,
+		AccessMode: string(sc.AccessMode), CacheDir: sc.CacheDir, Retain: r.p.retain,
+	}, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputSharedCacheClaim, c.ClaimName)
+	r.out.set(TenantOutputSharedCacheDir, c.CacheDir)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addTFRobotFront(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	app := &r.spec.TFRobotFront
+	c, err := tenant.NewTFRobotFront(r.ctx, TenantTFRobotFront, r.appArgs(app.Image, app.AppSpec), o...)
+	if err != nil {
+		return nil, err
+	}
+	r.out.set(TenantOutputFrontURL, c.URL)
+	return c, nil
+}
+
+func (r *tenantRegistrar) addTFRSUtils(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	app := &r.spec.TFRSUtils
+	return tenant.NewTFRSUtils(r.ctx, TenantTFRSUtils, r.appArgs(app.Image, app.AppSpec), o...)
+}
+
+// appArgs are a TFRobot application's arguments (front end and utils alike).
+func (r *tenantRegistrar) appArgs(image string, a v1alpha1.AppSpec) *tenant.AppArgs {
+	return &tenant.AppArgs{
+		Namespace: r.ns, Image: r.p.image(image), Replicas: int(*a.Replicas),
+		Resources: resources(a.Resources), PullSecret: r.pull,
+	}
+}
