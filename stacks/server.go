@@ -18,9 +18,6 @@ import (
 	"slices"
 	"sort"
 
-	k8scorev1 "k8s.io/api/core/v1"
-
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -380,7 +377,7 @@ func registerServer(ctx *pulumi.Context, s *v1alpha1.TFRServer, p *serverPlan, g
 	pod := func(w v1alpha1.WorkloadSpec) server.Pod {
 		return server.Pod{
 			Image: spec.Image, SecretName: secret.Name, ConfigMapName: config.Name, ConfzSecretName: cz.SecretName,
-			SharedCache: p.sharedCache, Env: env, PullSecret: pull, Resources: resourceArgs(w.Resources),
+			SharedCache: p.sharedCache, Env: env, PullSecret: pull, Resources: resources(w.Resources).Args(),
 		}
 	}
 	steps := map[string]struct {
@@ -492,22 +489,6 @@ func (p *serverPlan) outputs(secret *server.Secret, config *server.Config, cz *s
 	}
 	if grafanaSA != nil {
 		out[ServerOutputGrafanaToken] = grafanaSA.TokenSecret
-	}
-	return out
-}
-
-// resourceArgs are a container's requests and limits in the Pulumi form (nil when none).
-func resourceArgs(r k8scorev1.ResourceRequirements) *corev1.ResourceRequirementsArgs {
-	res := resources(r)
-	if len(res.Requests)+len(res.Limits) == 0 {
-		return nil
-	}
-	// A nil map would be sent as an empty one; leave the field unset instead.
-	out := &corev1.ResourceRequirementsArgs{}
-	for m, dst := range map[*map[string]string]*pulumi.StringMapInput{&res.Requests: &out.Requests, &res.Limits: &out.Limits} {
-		if len(*m) > 0 {
-			*dst = pulumi.ToStringMap(*m)
-		}
 	}
 	return out
 }
