@@ -17,9 +17,6 @@ import (
 	"fmt"
 	"slices"
 
-	k8scorev1 "k8s.io/api/core/v1"
-
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -387,7 +384,7 @@ func (r *serverRegistrar) steps() []step {
 func (r *serverRegistrar) pod(w v1alpha1.WorkloadSpec) server.Pod {
 	return server.Pod{
 		Image: r.spec.Image, SecretName: r.secret.Name, ConfigMapName: r.config.Name, ConfzSecretName: r.cz.SecretName,
-		SharedCache: r.p.sharedCache, Env: r.env, PullSecret: r.p.t.PullSecretName, Resources: resourceArgs(w.Resources),
+		SharedCache: r.p.sharedCache, Env: r.env, PullSecret: r.p.t.PullSecretName, Resources: resources(w.Resources).Args(),
 	}
 }
 
@@ -413,20 +410,4 @@ func (r *serverRegistrar) outputs() pulumi.Map {
 		out.set(ServerOutputGrafanaToken, r.grafanaSA.TokenSecret)
 	}
 	return out.m
-}
-
-// resourceArgs are a container's requests and limits in the Pulumi form (nil when none).
-func resourceArgs(r k8scorev1.ResourceRequirements) *corev1.ResourceRequirementsArgs {
-	res := resources(r)
-	if len(res.Requests)+len(res.Limits) == 0 {
-		return nil
-	}
-	// A nil map would be sent as an empty one; leave the field unset instead.
-	out := &corev1.ResourceRequirementsArgs{}
-	for m, dst := range map[*map[string]string]*pulumi.StringMapInput{&res.Requests: &out.Requests, &res.Limits: &out.Limits} {
-		if len(*m) > 0 {
-			*dst = pulumi.ToStringMap(*m)
-		}
-	}
-	return out
 }

@@ -27,7 +27,7 @@ package stacks
 // Images: spec.imageRegistry.registry is a prefix that replaces the registry host of every image
 // (MirrorImage). Charts get it as values (mirrorValues below; Istio's hub also covers the
 // injected sidecars and the gateway); manifests get it by rewriting the pod templates they
-// contain (cluster.ImageTransform).
+// contain (a cluster.ImageRewriter in the manifest components' args, applied by a transform).
 
 import (
 	"encoding/json"

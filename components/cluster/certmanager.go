@@ -6,6 +6,8 @@ import (
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // CertManagerNamespace is where cert-manager runs; a CA issuer's key pair Secret must be here
@@ -65,7 +67,7 @@ func NewCertManager(ctx *pulumi.Context, name string, args *CertManagerArgs, opt
 	if err != nil {
 		return nil, err
 	}
-	chart, err := newChart(ctx, c, name+"-chart", "cert-manager", ns.Metadata.Name().Elem(), args.Chart, map[string]any{
+	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{Release: "cert-manager", Namespace: ns.Metadata.Name().Elem(), Ref: args.Chart, Values: map[string]any{
 		// The CRDs are templates of the chart (since v1.15), rendered with everything else.
 		// Not kept on delete: TFRS owns their lifecycle, and destroy must leave nothing
 		// behind (certificates are re-issued on the next install).
@@ -73,7 +75,7 @@ func NewCertManager(ctx *pulumi.Context, name string, args *CertManagerArgs, opt
 		// Its only Helm hook: a post-install Job that just waits for the webhook. Rendered
 		// client-side it would be an ordinary Job racing the install, so it is off.
 		"startupapicheck": map[string]any{"enabled": false},
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}

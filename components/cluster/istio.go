@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // IstioNamespace is where istiod runs and where mesh-wide Istio config (Telemetry) lives.
@@ -52,9 +54,9 @@ func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.
 		return nil, err
 	}
 	nsName := ns.Metadata.Name().Elem()
-	base, err := newChart(ctx, c, name+"-base", "istio-base", nsName, args.Base, map[string]any{
+	base, err := kit.NewChart(ctx, c, name+"-base", kit.Chart{Release: "istio-base", Namespace: nsName, Ref: args.Base, Values: map[string]any{
 		"defaultRevision": "default",
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -71,9 +73,9 @@ func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.
 		}}
 	}
 	// istiod registers webhooks that validate Istio's CRs, so the CRDs must be there first.
-	if _, err := newChart(ctx, c, name+"-istiod", "istiod", nsName, args.Istiod, map[string]any{
+	if _, err := kit.NewChart(ctx, c, name+"-istiod", kit.Chart{Release: "istiod", Namespace: nsName, Ref: args.Istiod, Values: map[string]any{
 		"meshConfig": mesh,
-	}, pulumi.DependsOn([]pulumi.Resource{base})); err != nil {
+	}}, pulumi.DependsOn([]pulumi.Resource{base})); err != nil {
 		return nil, err
 	}
 	c.Namespace = nsName

@@ -6,6 +6,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // The ingress gateway's names. The gateway chart derives the pod labels from the release name:
@@ -87,9 +89,9 @@ func NewIstioIngress(ctx *pulumi.Context, name string, args *IstioIngressArgs, o
 		return nil, err
 	}
 	nsName := ns.Metadata.Name().Elem()
-	chart, err := newChart(ctx, c, name+"-chart", IngressRelease, nsName, args.Chart, map[string]any{
+	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{Release: IngressRelease, Namespace: nsName, Ref: args.Chart, Values: map[string]any{
 		"service": map[string]any{"type": "None"},
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // MinIOOperatorNamespace is where the MinIO operator runs. The CNPG and RabbitMQ manifests
@@ -72,7 +74,7 @@ func NewMinIOOperator(ctx *pulumi.Context, name string, args *MinIOOperatorArgs,
 	if err != nil {
 		return nil, err
 	}
-	chart, err := newChart(ctx, c, name+"-chart", "minio-operator", ns.Metadata.Name().Elem(), args.Chart, nil)
+	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{Release: "minio-operator", Namespace: ns.Metadata.Name().Elem(), Ref: args.Chart})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // ConfzKey is the key of the Confz TOML in its Secret and the file name it is mounted as.
@@ -101,7 +102,7 @@ func (c *Confz) broker(ctx *pulumi.Context, name string, r Robot, b *BrokerArgs)
 	}
 	custom := func(resourceName, kind string, spec pulumi.Map, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
 		return apiextensions.NewCustomResource(ctx, resourceName, &apiextensions.CustomResourceArgs{
-			ApiVersion:  pulumi.String(rabbitmqV1beta1),
+			ApiVersion:  pulumi.String(kit.RabbitMQV1beta1),
 			Kind:        pulumi.String(kind),
 			Metadata:    r.meta(r.Name(), ""),
 			OtherFields: map[string]any{"spec": spec},

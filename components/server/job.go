@@ -10,6 +10,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // How the init Jobs run.
@@ -106,7 +108,7 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 	secretName := secret.Metadata.Name().Elem()
 	podSpec := &corev1.PodSpecArgs{
 		RestartPolicy:    pulumi.String("Never"),
-		ImagePullSecrets: pullSecrets(pod.PullSecret),
+		ImagePullSecrets: kit.PullSecrets(pod.PullSecret),
 		Volumes: corev1.VolumeArray{corev1.VolumeArgs{
 			Name:   pulumi.String("job"),
 			Secret: &corev1.SecretVolumeSourceArgs{SecretName: secretName},

@@ -6,6 +6,8 @@ import (
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Environment variables and paths the operator sets in the server image's containers.
@@ -119,6 +121,6 @@ func (p *Pod) spec(container string, args []string, ports corev1.ContainerPortAr
 	return &corev1.PodSpecArgs{
 		Containers:       corev1.ContainerArray{c},
 		Volumes:          volumes,
-		ImagePullSecrets: pullSecrets(p.PullSecret),
+		ImagePullSecrets: kit.PullSecrets(p.PullSecret),
 	}
 }

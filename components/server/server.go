@@ -13,6 +13,10 @@
 // a personal tenant's shared namespace can never collide, and the API Service is exactly the
 // one routing.RobotServiceName names. Objects whose data the provider treats as immutable
 // (Secrets, ConfigMaps, Jobs) end with a hash of their content; see contentName.
+//
+// The package imports the components' kit (components/internal/kit: pull secrets, labels,
+// the AuthorizationPolicy) and the routing contract, never another component package. A
+// container's resources arrive in their typed form (tenant.Resources.Args, in the program).
 package server
 
 import (
@@ -22,10 +26,10 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
 
@@ -42,28 +46,23 @@ const (
 )
 
 // Labels on every object of a robot. The pod selectors use LabelInstance and LabelComponent,
-// both at most 63 characters (Robot.Validate guarantees it for the instance).
+// both at most 63 characters (Robot.Validate guarantees it for the instance). The
+// app.kubernetes.io labels are the kit's, shared with the tenant components, and named here
+// again because programs match on them.
 const (
-	LabelName      = "app.kubernetes.io/name"
-	LabelInstance  = "app.kubernetes.io/instance"
-	LabelComponent = "app.kubernetes.io/component"
-	LabelPartOf    = "app.kubernetes.io/part-of"
+	LabelName      = kit.LabelName
+	LabelInstance  = kit.LabelInstance
+	LabelComponent = kit.LabelComponent
+	LabelPartOf    = kit.LabelPartOf
 	LabelRobotID   = "tfrs.io/robot-id"
 	LabelRobotType = "tfrs.io/robot-type"
 	appName        = "tfrobot-server"
-	partOf         = "tfrs"
 )
 
 // Components as the LabelComponent value.
 const (
 	ComponentAPIWorker   = "api-worker"
 	ComponentRobotWorker = "robot-worker"
-)
-
-// API versions of the custom resources the components create.
-const (
-	istioSecurityV1 = "security.istio.io/v1"
-	rabbitmqV1beta1 = "rabbitmq.com/v1beta1"
 )
 
 // Robot identifies one robot: its namespace (the tenant's) and its routing values.
@@ -125,7 +124,7 @@ func (r Robot) RedisKeyPrefix() string { return r.Name() + ":" }
 // as a whole).
 func (r Robot) Labels(component string) map[string]string {
 	l := map[string]string{
-		LabelName: appName, LabelInstance: r.Name(), LabelPartOf: partOf,
+		LabelName: appName, LabelInstance: r.Name(), LabelPartOf: kit.PartOf,
 		LabelRobotID: r.ID, LabelRobotType: r.Type,
 	}
 	if component != "" {
@@ -216,14 +215,6 @@ func contentName(base string, data pulumi.StringMapInput) pulumi.StringOutput {
 func shortHash(b []byte, n int) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:n]
-}
-
-// pullSecrets is the imagePullSecrets list of a pod spec (nil without a pull Secret).
-func pullSecrets(name string) corev1.LocalObjectReferenceArray {
-	if name == "" {
-		return nil
-	}
-	return corev1.LocalObjectReferenceArray{corev1.LocalObjectReferenceArgs{Name: pulumi.String(name)}}
 }
 
 // secretStrings wraps plain values as one Pulumi secret map.

@@ -10,6 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
 
@@ -173,25 +174,13 @@ func newWorkerDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceNa
 // anything else in the mesh — or (2) its X-TF-RobotId is not this robot's, so a request the
 // gateway routed for another robot (or one without the header) never lands here.
 func newIsolationPolicy(ctx *pulumi.Context, parent pulumi.Resource, resourceName string, r Robot, iso *Isolation) (*apiextensions.CustomResource, error) {
-	return apiextensions.NewCustomResource(ctx, resourceName, &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(istioSecurityV1),
-		Kind:       pulumi.String("AuthorizationPolicy"),
-		Metadata:   r.meta(r.APIName(), ComponentAPIWorker),
-		OtherFields: map[string]any{"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": toAny(r.selector(ComponentAPIWorker))},
-			"action":   "DENY",
-			"rules": []any{
-				map[string]any{"from": []any{map[string]any{"source": map[string]any{"notPrincipals": []any{iso.GatewayPrincipal}}}}},
-				map[string]any{"when": []any{map[string]any{"key": "request.headers[" + RobotIDHeader + "]", "notValues": []any{r.ID}}}},
-			},
-		}},
-	}, pulumi.Parent(parent))
-}
-
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return kit.NewAuthorizationPolicy(ctx, parent, resourceName, kit.AuthorizationPolicy{
+		Metadata: r.meta(r.APIName(), ComponentAPIWorker),
+		Selector: r.selector(ComponentAPIWorker),
+		Action:   kit.Deny,
+		Rules: []kit.Rule{
+			kit.FromSource("notPrincipals", iso.GatewayPrincipal),
+			kit.WhenHeader(RobotIDHeader, "notValues", r.ID),
+		},
+	})
 }

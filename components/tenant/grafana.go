@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Names of the tenant's Grafana.
@@ -96,7 +97,9 @@ func NewGrafana(ctx *pulumi.Context, name string, args *GrafanaArgs, opts ...pul
 	if len(sources) > 0 {
 		own["datasources"] = map[string]any{"datasources.yaml": map[string]any{"apiVersion": 1, "datasources": sources}}
 	}
-	chart, err := newChart(ctx, c, name+"-chart", GrafanaRelease, args.Namespace, args.Chart, own, args.Images, args.PullSecret)
+	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{
+		Release: GrafanaRelease, Namespace: args.Namespace, Ref: args.Chart, Values: own, Images: args.Images, PullSecret: args.PullSecret,
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Names and ports of the tenant's Jaeger (the chart's all-in-one mode, fullname "jaeger").
@@ -58,7 +59,9 @@ func NewJaeger(ctx *pulumi.Context, name string, args *JaegerArgs, opts ...pulum
 		"collector":          map[string]any{"enabled": false},
 		"query":              map[string]any{"enabled": false},
 	}
-	chart, err := newChart(ctx, c, name+"-chart", JaegerRelease, args.Namespace, args.Chart, own, args.Images, args.PullSecret)
+	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{
+		Release: JaegerRelease, Namespace: args.Namespace, Ref: args.Chart, Values: own, Images: args.Images, PullSecret: args.PullSecret,
+	})
 	if err != nil {
 		return nil, err
 	}

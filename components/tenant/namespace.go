@@ -10,6 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Names of the isolation objects in every tenant namespace.
@@ -101,7 +102,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	}
 
 	pa, err := apiextensions.NewCustomResource(ctx, name+"-peer-authentication", &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(istioSecurityV1),
+		ApiVersion:  pulumi.String(kit.IstioSecurityV1),
 		Kind:        pulumi.String("PeerAuthentication"),
 		Metadata:    meta(PeerAuthenticationName, nsName, nil),
 		OtherFields: map[string]any{"spec": map[string]any{"mtls": map[string]any{"mode": "STRICT"}}},
@@ -110,21 +111,17 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		return nil, err
 	}
 	// Source namespaces are only known for mTLS traffic, which STRICT makes all traffic.
-	allowed := []any{args.Name}
+	allowed := []string{args.Name}
 	for _, n := range args.AllowedNamespaces {
 		if n != "" && n != args.Name {
 			allowed = append(allowed, n)
 		}
 	}
-	ap, err := apiextensions.NewCustomResource(ctx, name+"-authorization-policy", &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(istioSecurityV1),
-		Kind:       pulumi.String("AuthorizationPolicy"),
-		Metadata:   meta(AuthorizationPolicyName, nsName, nil),
-		OtherFields: map[string]any{"spec": map[string]any{
-			"action": "ALLOW",
-			"rules":  []any{map[string]any{"from": []any{map[string]any{"source": map[string]any{"namespaces": allowed}}}}},
-		}},
-	}, pulumi.Parent(c))
+	ap, err := kit.NewAuthorizationPolicy(ctx, c, name+"-authorization-policy", kit.AuthorizationPolicy{
+		Metadata: meta(AuthorizationPolicyName, nsName, nil),
+		Action:   kit.Allow,
+		Rules:    []kit.Rule{kit.FromSource("namespaces", allowed...)},
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // PostgresPort is the port of CNPG's services.
@@ -214,7 +215,7 @@ func newCNPGCluster(ctx *pulumi.Context, parent pulumi.Resource, resourceName st
 	if r := a.resources.object(); r != nil {
 		spec["resources"] = pulumi.ToMap(r)
 	}
-	if ps := pullSecretObjects(a.pullSecret); ps != nil {
+	if ps := kit.PullSecretObjects(a.pullSecret); ps != nil {
 		spec["imagePullSecrets"] = pulumi.ToArray(ps)
 	}
 	if a.extension != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Names and ports of the tenant's RabbitMQ.
@@ -98,19 +99,19 @@ func NewRabbitMQ(ctx *pulumi.Context, name string, args *RabbitMQArgs, opts ...p
 		"persistence": persistence,
 		// Server pods; see noSidecar.
 		"override": map[string]any{"statefulSet": map[string]any{"spec": map[string]any{"template": map[string]any{
-			"metadata": map[string]any{"annotations": toAnyMap(noSidecar)},
+			"metadata": map[string]any{"annotations": kit.ToAnyMap(noSidecar)},
 		}}}},
 	}
 	if r := args.Resources.object(); r != nil {
 		spec["resources"] = r
 	}
-	if ps := pullSecretObjects(args.PullSecret); ps != nil {
+	if ps := kit.PullSecretObjects(args.PullSecret); ps != nil {
 		spec["imagePullSecrets"] = ps
 	}
 	// The operator looks for the default-user Secret only when it first creates the cluster:
 	// the Secret must exist before, and nothing flows from it into the cluster's spec.
 	cl, err := apiextensions.NewCustomResource(ctx, name+"-cluster", &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(rabbitmqV1beta1),
+		ApiVersion:  pulumi.String(kit.RabbitMQV1beta1),
 		Kind:        pulumi.String("RabbitmqCluster"),
 		Metadata:    meta(RabbitMQCluster, args.Namespace, appLabels(RabbitMQCluster)),
 		OtherFields: map[string]any{"spec": spec},

@@ -14,23 +14,26 @@
 // them from the stack but leaves them, and their data, in the cluster. Nothing is ever
 // `protect`ed: a destroy must always succeed.
 //
-// Helm charts are rendered client-side with helm.sh/v4 Chart (see the cluster package for
-// why); neither Jaeger nor Grafana needs a Helm hook. Image mirrors and the registry pull
-// Secret reach chart workloads through resource transforms, so they do not depend on each
-// chart's value names.
+// Helm charts are rendered client-side by the components' kit (kit.NewChart in
+// components/internal/kit, which says why); neither Jaeger nor Grafana needs a Helm hook.
+// Image mirrors and the registry pull Secret reach chart workloads through the kit's resource
+// transforms, so they do not depend on each chart's value names.
+//
+// The package imports the kit, never another component package: what it shares with the
+// cluster and server components (charts, pull secrets, labels, the AuthorizationPolicy) lives
+// there. ChartRef and Images are the kit's types, re-exported as aliases because the program
+// cannot import an internal package.
 package tenant
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
-	helmv4 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/helm/v4"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Type tokens of the tenant components.
@@ -55,12 +58,7 @@ const (
 const (
 	cnpgV1           = "postgresql.cnpg.io/v1"
 	minioV2          = "minio.min.io/v2"
-	rabbitmqV1beta1  = "rabbitmq.com/v1beta1"
-	istioSecurityV1  = "security.istio.io/v1"
 	clusterDomain    = "cluster.local"
-	labelName        = "app.kubernetes.io/name"
-	labelPartOf      = "app.kubernetes.io/part-of"
-	partOf           = "tfrs"
 	skipAwait        = "pulumi.com/skipAwait"
 	sidecarInjection = "sidecar.istio.io/inject"
 )
@@ -85,8 +83,10 @@ type Resources struct {
 
 func (r Resources) empty() bool { return len(r.Requests) == 0 && len(r.Limits) == 0 }
 
-// args are the typed Kubernetes arguments (Deployments); nil when empty.
-func (r Resources) args() *corev1.ResourceRequirementsArgs {
+// Args are the typed Kubernetes arguments (Deployments here, the server stack's workers in
+// the program); nil when empty. A nil map would be sent as an empty one, so only the maps
+// that have entries are set.
+func (r Resources) Args() *corev1.ResourceRequirementsArgs {
 	if r.empty() {
 		return nil
 	}
@@ -107,18 +107,10 @@ func (r Resources) object() map[string]any {
 	}
 	out := map[string]any{}
 	if len(r.Requests) > 0 {
-		out["requests"] = toAnyMap(r.Requests)
+		out["requests"] = kit.ToAnyMap(r.Requests)
 	}
 	if len(r.Limits) > 0 {
-		out["limits"] = toAnyMap(r.Limits)
-	}
-	return out
-}
-
-func toAnyMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
+		out["limits"] = kit.ToAnyMap(r.Limits)
 	}
 	return out
 }
@@ -215,87 +207,13 @@ func meta(name string, ns pulumi.StringInput, labels map[string]string) *metav1.
 }
 
 func appLabels(app string) map[string]string {
-	return map[string]string{labelName: app, labelPartOf: partOf}
-}
-
-// pullSecrets is the imagePullSecrets list of a pod spec (nil without a pull Secret).
-func pullSecrets(name string) corev1.LocalObjectReferenceArray {
-	if name == "" {
-		return nil
-	}
-	return corev1.LocalObjectReferenceArray{corev1.LocalObjectReferenceArgs{Name: pulumi.String(name)}}
-}
-
-// pullSecretObjects is the same list for custom resources.
-func pullSecretObjects(name string) []any {
-	if name == "" {
-		return nil
-	}
-	return []any{map[string]any{"name": name}}
+	return map[string]string{kit.LabelName: app, kit.LabelPartOf: kit.PartOf}
 }
 
 // Images is how a component turns an upstream image into the one to pull (a mirror); nil
-// keeps images as they are.
-type Images = cluster.ImageRewriter
+// keeps images as they are. The kit's ImageTransform applies it to a chart's workloads.
+type Images = kit.ImageRewriter
 
-func mirror(rewrite Images, image string) string {
-	if rewrite == nil {
-		return image
-	}
-	return rewrite(image)
-}
-
-// PullSecretTransform adds the registry pull Secret to every pod template registered under
-// the resource it is set on (a chart's workloads), whatever the chart calls that value.
-func PullSecretTransform(name string) pulumi.ResourceTransform {
-	return func(_ context.Context, a *pulumi.ResourceTransformArgs) *pulumi.ResourceTransformResult {
-		spec, ok := cluster.PodSpec(a)
-		if !ok {
-			return nil
-		}
-		list, _ := spec["imagePullSecrets"].(pulumi.Array)
-		for _, e := range list {
-			if m, ok := e.(pulumi.Map); ok && m["name"] == pulumi.String(name) {
-				return nil
-			}
-		}
-		spec["imagePullSecrets"] = append(list, pulumi.Map{"name": pulumi.String(name)})
-		return &pulumi.ResourceTransformResult{Props: a.Props, Opts: a.Opts}
-	}
-}
-
-// ChartRef is a Helm chart to render (the cluster package's type: same resolution rules).
-type ChartRef = cluster.ChartRef
-
-// newChart renders a chart as release `release` in ns. own are the component's values;
-// ref.Values (mirror and spec values) are merged over them. The image mirror and the pull
-// Secret are applied to the rendered workloads by transforms.
-func newChart(ctx *pulumi.Context, parent pulumi.Resource, name, release string, ns pulumi.StringInput, ref ChartRef, own map[string]any, images Images, pullSecret string) (*helmv4.Chart, error) {
-	if ref.Chart == "" {
-		return nil, fmt.Errorf("%s: chart reference without a chart", name)
-	}
-	args := &helmv4.ChartArgs{
-		Name:      pulumi.String(release),
-		Namespace: ns,
-		Chart:     pulumi.String(ref.Chart),
-		Values:    pulumi.ToMap(cluster.MergeValues(own, ref.Values)),
-	}
-	if ref.Version != "" {
-		args.Version = pulumi.String(ref.Version)
-	}
-	if ref.Repo != "" {
-		args.RepositoryOpts = &helmv4.RepositoryOptsArgs{Repo: pulumi.String(ref.Repo)}
-	}
-	var transforms []pulumi.ResourceTransform
-	if images != nil {
-		transforms = append(transforms, cluster.ImageTransform(images))
-	}
-	if pullSecret != "" {
-		transforms = append(transforms, PullSecretTransform(pullSecret))
-	}
-	opts := []pulumi.ResourceOption{pulumi.Parent(parent)}
-	if len(transforms) > 0 {
-		opts = append(opts, pulumi.Transforms(transforms))
-	}
-	return helmv4.NewChart(ctx, name, args, opts...)
-}
+// ChartRef is a Helm chart to render (the kit's type, the same as cluster.ChartRef: same
+// resolution rules).
+type ChartRef = kit.ChartRef

@@ -1,7 +1,6 @@
 package tenant
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -248,28 +247,6 @@ func TestRedisRequiresPasswordFromSecret(t *testing.T) {
 	}
 	if m.Find(t, "kubernetes:core/v1:Secret", "").Retain {
 		t.Error("the redis password Secret is retained: it holds no data")
-	}
-}
-
-func TestPullSecretTransform(t *testing.T) {
-	tr := PullSecretTransform("pull")
-	props := func() pulumi.Map {
-		return pulumi.Map{"spec": pulumi.Map{"template": pulumi.Map{"spec": pulumi.Map{
-			"imagePullSecrets": pulumi.Array{pulumi.Map{"name": pulumi.String("other")}},
-		}}}}
-	}
-	res := tr(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:apps/v1:Deployment", Custom: true, Props: props()})
-	if res == nil {
-		t.Fatal("deployment not transformed")
-	}
-	got := res.Props["spec"].(pulumi.Map)["template"].(pulumi.Map)["spec"].(pulumi.Map)["imagePullSecrets"]
-	pt.Eq(t, "pull secrets", got, pulumi.Array{pulumi.Map{"name": pulumi.String("other")}, pulumi.Map{"name": pulumi.String("pull")}})
-	// Idempotent, and nothing but workloads.
-	if tr(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:apps/v1:Deployment", Custom: true, Props: res.Props}) != nil {
-		t.Error("pull secret added twice")
-	}
-	if tr(context.Background(), &pulumi.ResourceTransformArgs{Type: "kubernetes:core/v1:Service", Custom: true, Props: props()}) != nil {
-		t.Error("service transformed")
 	}
 }
 

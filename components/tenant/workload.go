@@ -9,6 +9,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // Port is a named container/Service port.
@@ -66,7 +68,7 @@ func newDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceName str
 		Image:        pulumi.String(w.image),
 		Env:          w.env,
 		VolumeMounts: w.mounts,
-		Resources:    w.resources.args(),
+		Resources:    w.resources.Args(),
 	}
 	if len(w.command) > 0 {
 		c.Command = pulumi.ToStringArray(w.command)
@@ -99,14 +101,14 @@ func newDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceName str
 	spec := &corev1.PodSpecArgs{
 		Containers:       corev1.ContainerArray{c},
 		Volumes:          w.volumes,
-		ImagePullSecrets: pullSecrets(w.pullSecret),
+		ImagePullSecrets: kit.PullSecrets(w.pullSecret),
 	}
 	if w.serviceAccount != "" {
 		spec.ServiceAccountName = pulumi.String(w.serviceAccount)
 	}
 	dspec := &appsv1.DeploymentSpecArgs{
 		Replicas: pulumi.Int(w.replicas),
-		Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{labelName: pulumi.String(w.name)}},
+		Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{kit.LabelName: pulumi.String(w.name)}},
 		Template: &corev1.PodTemplateSpecArgs{Metadata: podMeta, Spec: spec},
 	}
 	if w.recreate {
@@ -131,7 +133,7 @@ func newService(ctx *pulumi.Context, parent pulumi.Resource, resourceName, app s
 	return corev1.NewService(ctx, resourceName, &corev1.ServiceArgs{
 		Metadata: meta(app, ns, appLabels(app)),
 		Spec: &corev1.ServiceSpecArgs{
-			Selector: pulumi.StringMap{labelName: pulumi.String(app)},
+			Selector: pulumi.StringMap{kit.LabelName: pulumi.String(app)},
 			Ports:    sp,
 		},
 	}, append([]pulumi.ResourceOption{pulumi.Parent(parent)}, opts...)...)

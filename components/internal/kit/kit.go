@@ -1,0 +1,61 @@
+// Package kit is what the component packages (cluster, tenant, server) share: the one Helm
+// chart constructor and the transforms it applies (image mirror, registry pull Secret), the
+// pull-Secret lists of pod specs and custom resources, the recommended labels, the API
+// versions more than one package creates, the string-map conversions untyped custom
+// resources need, and the one AuthorizationPolicy builder.
+//
+// The component packages import the kit but never each other, so a helper has one home and
+// one copy. They may also import components/routing, which is no component package: it is
+// the one definition of how the gateway finds a robot's API Service, which the cluster's Lua
+// filter and the server's Service names must agree on. The kit registers no component of its own: every
+// resource it creates is a child of the component that asks for it, under the name that
+// component gives, so moving a helper here changes no URN.
+//
+// The kit is internal to components/, so programs (stacks/) cannot name it. Where a kit type
+// is part of a component's arguments, the component package re-exports it as an alias
+// (cluster.ChartRef, cluster.ImageRewriter, tenant.ChartRef, tenant.Images): an alias, not a
+// new type, so one resolved ChartRef serves either package, and the component packages stay
+// the public surface.
+//
+// components/internal/children, which records a component's children for DependsOn, stays a
+// package of its own: components embed its Set, and the embedded name says what it is.
+package kit
+
+// Recommended Kubernetes labels of the objects the tenant and server components create. The
+// server package exports them again as its own public names (server.LabelInstance …), which
+// programs match on.
+const (
+	LabelName      = "app.kubernetes.io/name"
+	LabelInstance  = "app.kubernetes.io/instance"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelPartOf    = "app.kubernetes.io/part-of"
+	// PartOf is the LabelPartOf value of every object TFRS labels.
+	PartOf = "tfrs"
+)
+
+// API versions of custom resources created by more than one component package.
+const (
+	// IstioSecurityV1 is Istio's PeerAuthentication and AuthorizationPolicy.
+	IstioSecurityV1 = "security.istio.io/v1"
+	// RabbitMQV1beta1 is the RabbitMQ operators' RabbitmqCluster, Vhost, User and Permission.
+	RabbitMQV1beta1 = "rabbitmq.com/v1beta1"
+)
+
+// ToAnyMap copies a string map into the map[string]any form the untyped custom resource specs
+// (OtherFields) are built of, so a spec is one kind of tree all the way down.
+func ToAnyMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// toAnySlice is ToAnyMap for a list.
+func toAnySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
