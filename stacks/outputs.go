@@ -288,6 +288,10 @@ func (c *TenantCluster) fields() outputTable {
 	}
 }
 
+// TenantClusterKeys are the cluster output keys a tenant reads (TenantCluster's), with whether
+// each is secret: what a stack reference to the parent cluster fetches, and no more.
+func TenantClusterKeys() map[string]bool { return (&TenantCluster{}).fields().keys() }
+
 // TenantClusterFromStack reads a TenantCluster from the cluster stack's outputs, checking
 // every key and type.
 func TenantClusterFromStack(out program.Outputs) (TenantCluster, error) {

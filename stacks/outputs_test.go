@@ -78,13 +78,19 @@ func TestTenantOutputsFromStack(t *testing.T) {
 	}
 }
 
-// TestClusterOutputKeys pins the cluster's key list (what the runner reads of a parent cluster
-// stack) to what the program exports.
+// TestClusterOutputKeys pins the cluster's key list to what the program exports, and the keys
+// a tenant reads of its parent cluster (TenantClusterKeys) to a subset of them.
 func TestClusterOutputKeys(t *testing.T) {
 	_, _, out := runCluster(t, newTestCluster(nil))
 	keys := ClusterOutputKeys()
 	check(t, "keys", sortedNames(out), sortedNames(keys))
 	for k, secret := range keys {
 		check(t, k+" secret", secret, k == ClusterOutputDockerConfigJSON)
+	}
+	tenantKeys := TenantClusterKeys()
+	check(t, "tenant keys", sortedNames(tenantKeys), []string{ClusterOutputDockerConfigJSON, ClusterOutputImageRegistry,
+		ClusterOutputPullSecretName, ClusterOutputRabbitMQOperatorReady})
+	for k, secret := range tenantKeys {
+		check(t, k+" secret (tenant)", secret, keys[k])
 	}
 }

@@ -104,7 +104,7 @@ func StackReferences(ctx *pulumi.Context) Parents { return stackRefParents{ctx: 
 type stackRefParents struct{ ctx *pulumi.Context }
 
 func (s stackRefParents) Cluster(_ context.Context, stack string) (stacks.TenantCluster, error) {
-	out, err := s.read(stack, stacks.ClusterOutputKeys())
+	out, err := s.read(stack, stacks.TenantClusterKeys())
 	if err != nil {
 		return stacks.TenantCluster{}, err
 	}
