@@ -155,8 +155,6 @@ const (
 	LabelTenant     = "tfrs.io/tenant"
 	LabelTenantType = "tfrs.io/tenant-type"
 	LabelJobType    = "tfrs.io/job-type"
-	// personalSharedName is the last part of a personal job type's shared stack name.
-	personalSharedName = "_shared"
 )
 
 // Names of the generated credentials (program.Credential), one per secret the stack owns.
@@ -449,17 +447,8 @@ type TenantInput struct {
 }
 
 // PersonalSharedStack names the stack that owns the namespace and middleware shared by the
-// personal tenants of jobType.
-func PersonalSharedStack(jobType string) (string, error) {
-	if jobType == "" {
-		return "", fmt.Errorf("%w: empty job type", stackname.ErrInvalid)
-	}
-	name := stackname.LevelTenant + "." + v1alpha1.PersonalNamespacePrefix + jobType + "." + personalSharedName
-	if err := stackname.Validate(name); err != nil {
-		return "", err
-	}
-	return name, nil
-}
+// personal tenants of jobType (the rule is stackname.PersonalShared).
+func PersonalSharedStack(jobType string) (string, error) { return stackname.PersonalShared(jobType) }
 
 // TenantStackNames are the stacks of a TFRTenant: its own, and for a personal tenant the
 // shared stack of its job type ("" for an enterprise tenant).
