@@ -451,20 +451,12 @@ type TenantInput struct {
 func PersonalSharedStack(jobType string) (string, error) { return stackname.PersonalShared(jobType) }
 
 // TenantStackNames are the stacks of a TFRTenant: its own, and for a personal tenant the
-// shared stack of its job type ("" for an enterprise tenant).
+// shared stack of its job type ("" for an enterprise tenant). See TFRTenant.OwnStacks.
 func TenantStackNames(t *v1alpha1.TFRTenant) (own, shared string, err error) {
 	if t == nil {
 		return "", "", errors.New("tenant stack names: nil TFRTenant")
 	}
-	if own, err = stackname.Tenant(t.Namespace, t.Name); err != nil {
-		return "", "", err
-	}
-	if t.Spec.Type == v1alpha1.TenantPersonal {
-		if shared, err = PersonalSharedStack(t.Spec.JobType); err != nil {
-			return "", "", err
-		}
-	}
-	return own, shared, nil
+	return t.OwnStacks()
 }
 
 // SharedStackOwner picks, among tenants, the personal tenant of jobType whose spec drives the
