@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/manifest"
@@ -26,20 +25,11 @@ func TestExamplesAreValid(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, objs, f)
 		for _, o := range objs {
-			var errs field.ErrorList
-			switch x := o.(type) {
-			case *v1alpha1.TFRCluster:
-				x.Default()
-				errs = x.Validate()
-			case *v1alpha1.TFRTenant:
-				x.Default()
-				errs = x.Validate()
+			o.Default()
+			require.Empty(t, o.Validate(), "%s: %s", f, o.GetName())
+			if x, ok := o.(*v1alpha1.TFRTenant); ok {
 				kinds[string(x.Spec.Type)] = true
-			case *v1alpha1.TFRServer:
-				x.Default()
-				errs = x.Validate()
 			}
-			require.Empty(t, errs, "%s: %s", f, o.GetName())
 			kinds[o.GetObjectKind().GroupVersionKind().Kind] = true
 		}
 	}

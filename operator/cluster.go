@@ -9,18 +9,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // clusterKind: a TFRCluster has no parent; its children are the TFRTenants naming it.
 func clusterKind() *kind {
 	return &kind{
-		name:   runner.KindCluster,
-		newObj: func() Object { return &v1alpha1.TFRCluster{} },
-		parents: func(context.Context, client.Reader, Object, runner.Target) ([]parent, error) {
+		newObj: func() v1alpha1.Object { return &v1alpha1.TFRCluster{} },
+		parents: func(context.Context, client.Reader, v1alpha1.Object, kinds.Target) ([]parent, error) {
 			return nil, nil
 		},
-		children: func(ctx context.Context, c client.Reader, obj Object) ([]string, error) {
+		children: func(ctx context.Context, c client.Reader, obj v1alpha1.Object) ([]string, error) {
 			var list v1alpha1.TFRTenantList
 			if err := c.List(ctx, &list, client.MatchingFields{indexClusterRef: obj.GetName()}); err != nil {
 				return nil, err
@@ -35,15 +34,9 @@ func clusterKind() *kind {
 		watch: func(b *builder.Builder, _ client.Reader) *builder.Builder {
 			return b.Watches(&v1alpha1.TFRTenant{}, handler.EnqueueRequestsFromMapFunc(
 				func(_ context.Context, o client.Object) []reconcile.Request {
-					return []reconcile.Request{request("", o.(*v1alpha1.TFRTenant).Spec.ClusterRef)}
+					return []reconcile.Request{request("", o.(v1alpha1.Object).Parent().Name)}
 				}), builder.WithPredicates(deleted))
 		},
-		secrets: func(obj Object) []string {
-			if r := obj.(*v1alpha1.TFRCluster).Spec.ImageRegistry; r != nil && r.Credentials != nil && r.Credentials.Password != "" {
-				return []string{r.Credentials.Password}
-			}
-			return nil
-		},
-		ready: func(Object) {},
+		ready: func(v1alpha1.Object) {},
 	}
 }

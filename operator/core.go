@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -58,7 +60,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 			return ctrl.Result{}, err
 		}
 	}
-	base := obj.DeepCopyObject().(Object)
+	base := obj.DeepCopyObject().(v1alpha1.Object)
 	defer func() {
 		if perr := r.patchStatus(ctx, base, obj); perr != nil && err == nil {
 			err = perr
@@ -72,7 +74,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 
 // patchStatus writes the status when it changed (a merge patch: no conflict with writers of
 // the spec). A deleted object has no status to write.
-func (r *reconciler) patchStatus(ctx context.Context, base, obj Object) error {
+func (r *reconciler) patchStatus(ctx context.Context, base, obj v1alpha1.Object) error {
 	patch := client.MergeFrom(base)
 	data, err := patch.Data(obj)
 	if err != nil || string(data) == "{}" {
@@ -82,9 +84,9 @@ func (r *reconciler) patchStatus(ctx context.Context, base, obj Object) error {
 }
 
 // apply brings the object's stack to its spec when decide() says so.
-func (r *reconciler) apply(ctx context.Context, obj Object) (ctrl.Result, error) {
+func (r *reconciler) apply(ctx context.Context, obj v1alpha1.Object) (ctrl.Result, error) {
 	st, gen := obj.GetStackStatus(), obj.GetGeneration()
-	t, _, err := runner.Prepare(obj)
+	t, _, err := kinds.Prepare(obj)
 	if err != nil {
 		// Nothing runs for an invalid spec; the next spec change brings the object back.
 		st.ObservedGeneration = gen
@@ -120,14 +122,14 @@ func (r *reconciler) apply(ctx context.Context, obj Object) (ctrl.Result, error)
 	case actBackoff:
 		log.V(1).Info("waiting before retrying", "after", v.After)
 	case actNone:
-		resyncSkips.WithLabelValues(string(r.kind.name)).Inc()
+		resyncSkips.WithLabelValues(string(r.kind.name())).Inc()
 	}
 	return ctrl.Result{RequeueAfter: v.After}, nil
 }
 
 // facts gathers what decide() needs; reading the parents' digests is the only I/O and goes
 // to the cache, except for a parent made outside the operator (read from the engine, bounded).
-func (r *reconciler) facts(ctx context.Context, obj Object, t runner.Target) (facts, error) {
+func (r *reconciler) facts(ctx context.Context, obj v1alpha1.Object, t kinds.Target) (facts, error) {
 	f := facts{
 		Now: r.now(), Generation: obj.GetGeneration(), Status: obj.GetStackStatus(),
 		Request: obj.GetAnnotations()[v1alpha1.AnnotationReconcileRequest],
@@ -141,7 +143,7 @@ func (r *reconciler) facts(ctx context.Context, obj Object, t runner.Target) (fa
 	for _, p := range parents {
 		if p.obj != nil {
 			if !converged(p.obj.GetStackStatus(), p.obj.GetGeneration()) && f.ParentWaiting == "" {
-				f.ParentWaiting = fmt.Sprintf("waiting for %s %s to be Ready", kindName(p.obj), key(p.obj))
+				f.ParentWaiting = fmt.Sprintf("waiting for %s %s to be Ready", p.obj.KindName(), key(p.obj))
 			}
 			digests = append(digests, p.obj.GetStackStatus().OutputsDigest)
 			continue
@@ -180,14 +182,14 @@ func key(o client.Object) string {
 }
 
 // startUp runs an up as a job on a snapshot of the object.
-func (r *reconciler) startUp(obj Object, t runner.Target, f facts, why string) {
+func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, why string) {
 	st := obj.GetStackStatus()
 	j := &job{kind: jobUp, uid: obj.GetUID(), gen: obj.GetGeneration(), why: why, request: f.Request,
 		parentDigest: f.ParentDigest, decision: pendingDecision(obj)}
 	if !f.ParentKnown {
 		j.parentDigest = st.ParentDigest // unknown now: keep what the last up ran against
 	}
-	snapshot := obj.DeepCopyObject().(Object)
+	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
 		j.outcome, j.err = r.up(ctx, snapshot, why, j.decision)
 	}, obj)
@@ -202,7 +204,7 @@ func (r *reconciler) startUp(obj Object, t runner.Target, f facts, why string) {
 
 // up runs the object's up; with a pending-decision annotation it resolves an interrupted create
 // of a data-bearing resource the way the human chose and runs once more.
-func (r *reconciler) up(ctx context.Context, obj Object, why, decision string) (*runner.Outcome, error) {
+func (r *reconciler) up(ctx context.Context, obj v1alpha1.Object, why, decision string) (*runner.Outcome, error) {
 	op := runner.Op{Door: engine.ManagedByOperator, Message: fmt.Sprintf("tfrs operator: %s (generation %d)", why, obj.GetGeneration())}
 	out, err := r.runner.Up(ctx, obj, op)
 	var oe *engine.OpError
@@ -218,18 +220,18 @@ func (r *reconciler) up(ctx context.Context, obj Object, why, decision string) (
 
 // startDrift runs a drift check as a job. Conditions other than Drifted stay: the object is
 // still Ready while it is being checked.
-func (r *reconciler) startDrift(obj Object, t runner.Target) {
+func (r *reconciler) startDrift(obj v1alpha1.Object, t kinds.Target) {
 	j := &job{kind: jobDrift, uid: obj.GetUID(), gen: obj.GetGeneration()}
-	snapshot := obj.DeepCopyObject().(Object)
+	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
 		j.drift, j.err = checkDrift(ctx, r.runner, snapshot, runner.Op{Door: engine.ManagedByOperator, Message: "tfrs operator: drift check"})
 	}, obj)
 }
 
 // startDestroy runs the object's destroy as a job.
-func (r *reconciler) startDestroy(obj Object, t runner.Target) {
+func (r *reconciler) startDestroy(obj v1alpha1.Object, t kinds.Target) {
 	j := &job{kind: jobDestroy, uid: obj.GetUID(), gen: obj.GetGeneration()}
-	snapshot := obj.DeepCopyObject().(Object)
+	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
 		j.outcome, j.err = r.runner.Destroy(ctx, snapshot, runner.Op{Door: engine.ManagedByOperator, Message: "tfrs operator: custom resource deleted"})
 	}, obj)
@@ -242,8 +244,8 @@ func (r *reconciler) startDestroy(obj Object, t runner.Target) {
 // ends (through the controller's channel source; the poll requeue covers a lost one). The
 // stacks the job may have changed (a personal tenant's up or destroy also runs its shared
 // stack) lose their cached digests before anyone can see the job done.
-func (r *reconciler) start(t runner.Target, j *job, fn func(context.Context, *job), obj Object) {
-	kind := string(r.kind.name)
+func (r *reconciler) start(t kinds.Target, j *job, fn func(context.Context, *job), obj v1alpha1.Object) {
+	kind := string(r.kind.name())
 	stub := r.kind.newObj()
 	stub.SetNamespace(obj.GetNamespace())
 	stub.SetName(obj.GetName())
@@ -261,14 +263,14 @@ func (r *reconciler) start(t runner.Target, j *job, fn func(context.Context, *jo
 }
 
 // collect applies a finished job's result to the status, the metrics and the events.
-func (r *reconciler) collect(ctx context.Context, obj Object, t runner.Target, j *job) {
+func (r *reconciler) collect(ctx context.Context, obj v1alpha1.Object, t kinds.Target, j *job) {
 	r.jobs.take(t.Stack)
 	if j.uid != obj.GetUID() {
 		return // a job of a deleted object of the same name
 	}
 	result := resultLabel(j.err)
-	operationsTotal.WithLabelValues(string(r.kind.name), string(j.kind), result).Inc()
-	operationDuration.WithLabelValues(string(r.kind.name), string(j.kind), result).Observe(j.finished.Sub(j.started).Seconds())
+	operationsTotal.WithLabelValues(string(r.kind.name()), string(j.kind), result).Inc()
+	operationDuration.WithLabelValues(string(r.kind.name()), string(j.kind), result).Observe(j.finished.Sub(j.started).Seconds())
 	if canceled(j.err) {
 		obj.GetStackStatus().LastOperation = operation(opKind(j.kind), j, j.outcome, "canceled")
 		return // shutdown or deletion: not a failure; decide() runs it again
@@ -299,7 +301,7 @@ func resultLabel(err error) string {
 	}
 }
 
-func (r *reconciler) collectUp(ctx context.Context, obj Object, t runner.Target, j *job) {
+func (r *reconciler) collectUp(ctx context.Context, obj v1alpha1.Object, t kinds.Target, j *job) {
 	st := obj.GetStackStatus()
 	// The generation and the reconcile request the job ran are handled, whatever the result:
 	// decide() then retries with backoff, or moves on to a newer generation or request.
@@ -332,7 +334,7 @@ func (r *reconciler) collectUp(ctx context.Context, obj Object, t runner.Target,
 
 // fail reports a failed up or destroy. Transient causes (a lock held elsewhere, a parent not
 // ready yet) keep the object Reconciling; the rest stall it until the backoff retry or a change.
-func (r *reconciler) fail(obj Object, t runner.Target, j *job, action string) {
+func (r *reconciler) fail(obj v1alpha1.Object, t kinds.Target, j *job, action string) {
 	st := obj.GetStackStatus()
 	f := classify(j.err)
 	msg := r.clean(obj, j.err.Error())
@@ -354,7 +356,7 @@ func (r *reconciler) fail(obj Object, t runner.Target, j *job, action string) {
 	r.event(obj, typ, f.reason, action, msg)
 }
 
-func (r *reconciler) collectDrift(obj Object, j *job) {
+func (r *reconciler) collectDrift(obj v1alpha1.Object, j *job) {
 	st := obj.GetStackStatus()
 	st.LastDriftCheck = ptrTime(j.finished)
 	c := metav1.Condition{Type: v1alpha1.ConditionDrifted, ObservedGeneration: j.gen}
@@ -373,9 +375,9 @@ func (r *reconciler) collectDrift(obj Object, j *job) {
 
 // finalize is the delete path: wait for children, destroy the stack (the runner removes it
 // afterwards), then let the object go.
-func (r *reconciler) finalize(ctx context.Context, obj Object) (ctrl.Result, error) {
+func (r *reconciler) finalize(ctx context.Context, obj v1alpha1.Object) (ctrl.Result, error) {
 	st := obj.GetStackStatus()
-	t, err := runner.TargetOf(obj)
+	t, err := kinds.TargetOf(obj)
 	if err != nil {
 		return ctrl.Result{}, r.release(ctx, obj, "its names cannot name a stack, so none exists")
 	}
@@ -415,11 +417,11 @@ func (r *reconciler) finalize(ctx context.Context, obj Object) (ctrl.Result, err
 }
 
 // collectDestroy applies a finished destroy: on success the finalizer goes.
-func (r *reconciler) collectDestroy(ctx context.Context, obj Object, t runner.Target, j *job) (ctrl.Result, error) {
+func (r *reconciler) collectDestroy(ctx context.Context, obj v1alpha1.Object, t kinds.Target, j *job) (ctrl.Result, error) {
 	r.jobs.take(t.Stack)
 	result := resultLabel(j.err)
-	operationsTotal.WithLabelValues(string(r.kind.name), string(j.kind), result).Inc()
-	operationDuration.WithLabelValues(string(r.kind.name), string(j.kind), result).Observe(j.finished.Sub(j.started).Seconds())
+	operationsTotal.WithLabelValues(string(r.kind.name()), string(j.kind), result).Inc()
+	operationDuration.WithLabelValues(string(r.kind.name()), string(j.kind), result).Observe(j.finished.Sub(j.started).Seconds())
 	switch {
 	case j.err == nil:
 		r.event(obj, corev1.EventTypeNormal, v1alpha1.ReasonSucceeded, "Destroy", "destroy succeeded: "+changeSummary(j.outcome)+"; stack removed")
@@ -438,11 +440,11 @@ func (r *reconciler) collectDestroy(ctx context.Context, obj Object, t runner.Ta
 }
 
 // release removes the finalizer: the object is gone once the API server sees it.
-func (r *reconciler) release(ctx context.Context, obj Object, note string) error {
+func (r *reconciler) release(ctx context.Context, obj v1alpha1.Object, note string) error {
 	if note != "" {
 		r.event(obj, corev1.EventTypeNormal, v1alpha1.ReasonDeleting, "Destroy", "nothing to destroy: "+note)
 	}
-	if t, err := runner.TargetOf(obj); err == nil {
+	if t, err := kinds.TargetOf(obj); err == nil {
 		r.jobs.recordResult(t.Stack, false)
 	}
 	r.failing.set(key(obj), false)
@@ -451,7 +453,7 @@ func (r *reconciler) release(ctx context.Context, obj Object, note string) error
 }
 
 // pendingDecision is the valid value of the pending-decision annotation, if any.
-func pendingDecision(obj Object) string {
+func pendingDecision(obj v1alpha1.Object) string {
 	switch d := obj.GetAnnotations()[v1alpha1.AnnotationPendingDecision]; d {
 	case v1alpha1.PendingDecisionAdopt, v1alpha1.PendingDecisionForget:
 		return d
@@ -462,7 +464,7 @@ func pendingDecision(obj Object) string {
 
 // clearDecision removes the pending-decision annotation once applied: a decision is for one
 // interrupted run, never a standing order for the next.
-func (r *reconciler) clearDecision(ctx context.Context, obj Object) {
+func (r *reconciler) clearDecision(ctx context.Context, obj v1alpha1.Object) {
 	patch := client.RawPatch(client.Merge.Type(), fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, v1alpha1.AnnotationPendingDecision))
 	stub := r.kind.newObj()
 	stub.SetNamespace(obj.GetNamespace())
@@ -474,7 +476,7 @@ func (r *reconciler) clearDecision(ctx context.Context, obj Object) {
 
 // setPhase sets the conditions for the object's current generation and records an event when
 // the Ready reason or message changed (so repeated reconciles do not repeat the event).
-func (r *reconciler) setPhase(obj Object, p phase, eventType, action string) {
+func (r *reconciler) setPhase(obj v1alpha1.Object, p phase, eventType, action string) {
 	st := obj.GetStackStatus()
 	before := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
 	same := before != nil && before.Reason == p.reason && before.Message == p.message
@@ -484,13 +486,18 @@ func (r *reconciler) setPhase(obj Object, p phase, eventType, action string) {
 	}
 }
 
-func (r *reconciler) event(obj Object, eventType, reason, action, note string) {
+func (r *reconciler) event(obj v1alpha1.Object, eventType, reason, action, note string) {
 	if r.events != nil {
 		r.events.Eventf(obj, nil, eventType, reason, action, "%s", r.clean(obj, note))
 	}
 }
 
 // clean hides the spec's plain-text secrets and bounds the length of a message.
-func (r *reconciler) clean(obj Object, msg string) string {
-	return redactor(r.kind.secrets(obj)).clean(msg)
+func (r *reconciler) clean(obj v1alpha1.Object, msg string) string {
+	var secrets []string
+	obj.VisitSecrets(func(_ *field.Path, v string) string {
+		secrets = append(secrets, v)
+		return v
+	})
+	return redactor(secrets).clean(msg)
 }

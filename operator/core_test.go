@@ -129,7 +129,7 @@ func TestChildWaitsForParentAndRerunsWhenItsOutputsChange(t *testing.T) {
 	// Children first: nothing runs while their parents are not Ready.
 	h.settle(s)
 	h.settle(tn)
-	for _, o := range []Object{tn, s} {
+	for _, o := range []v1alpha1.Object{tn, s} {
 		h.get(o)
 		r := cond(o, v1alpha1.ConditionReady)
 		require.NotNil(t, r)

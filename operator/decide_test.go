@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -133,8 +134,8 @@ func TestClassify(t *testing.T) {
 		reason            string
 		stalled, backsOff bool
 	}{
-		{&runner.InvalidError{Errors: field.ErrorList{field.Required(field.NewPath("spec", "image"), "")}}, v1alpha1.ReasonInvalidSpec, true, false},
-		{&runner.ParentError{Stack: "cluster.x"}, v1alpha1.ReasonWaitingForParent, false, false},
+		{&kinds.InvalidError{Errors: field.ErrorList{field.Required(field.NewPath("spec", "image"), "")}}, v1alpha1.ReasonInvalidSpec, true, false},
+		{&kinds.ParentError{Stack: "cluster.x"}, v1alpha1.ReasonWaitingForParent, false, false},
 		{&runner.DependentsError{Stack: "tenant.a.b"}, v1alpha1.ReasonDependentsExist, false, false},
 		{&runner.ManagedElsewhereError{Stack: "s", ManagedBy: engine.ManagedByAPI}, v1alpha1.ReasonManagedElsewhere, true, true},
 		{&engine.OpError{Kind: engine.ErrConflict}, v1alpha1.ReasonUpdateConflict, false, true},
@@ -151,7 +152,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestOutputsNeverShowSecrets(t *testing.T) {
-	out := &runner.Outcome{Target: runner.Target{Stack: "tenant.a.b"}, Stacks: []runner.StackResult{{Stack: "tenant.a.b", Result: &engine.Result{
+	out := &runner.Outcome{Target: kinds.Target{Stack: "tenant.a.b"}, Stacks: []runner.StackResult{{Stack: "tenant.a.b", Result: &engine.Result{
 		Outputs: program.Outputs{
 			"host":     program.NewOutput("pg.a.svc", false),
 			"port":     program.NewOutput(5432.0, false),

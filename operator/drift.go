@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -70,7 +71,7 @@ func urnName(urn string) string {
 // checkDrift reads every resource back (refresh) and then asks what an up would change
 // (preview). Both run on the operator's stack only; the preview needs the parent's outputs,
 // like an up.
-func checkDrift(ctx context.Context, r *runner.Runner, obj runner.Object, op runner.Op) (*driftReport, error) {
+func checkDrift(ctx context.Context, r *runner.Runner, obj v1alpha1.Object, op runner.Op) (*driftReport, error) {
 	if _, err := r.Refresh(ctx, obj, op); err != nil {
 		return nil, err
 	}

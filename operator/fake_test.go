@@ -22,6 +22,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
@@ -308,7 +309,7 @@ func (p fakeParents) ready(stack string) error {
 	p.eng.mu.Lock()
 	defer p.eng.mu.Unlock()
 	if st := p.eng.stacks[stack]; st == nil || !st.ready {
-		return &runner.ParentError{Stack: stack, Reason: "its stack does not exist yet"}
+		return &kinds.ParentError{Stack: stack, Reason: "its stack does not exist yet"}
 	}
 	return nil
 }
@@ -356,7 +357,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	for _, k := range []*kind{clusterKind(), tenantKind(), serverKind()} {
 		r := newReconciler(k, h.c, rn, h.jobs, pc, h.opts)
 		r.events, r.now = h.events, h.now
-		h.recs[string(k.name)] = r
+		h.recs[string(k.name())] = r
 	}
 	return h
 }
@@ -381,16 +382,7 @@ func (h *harness) advance(d time.Duration) {
 	h.clock = h.clock.Add(d)
 }
 
-func kindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *v1alpha1.TFRCluster:
-		return string(runner.KindCluster)
-	case *v1alpha1.TFRTenant:
-		return string(runner.KindTenant)
-	default:
-		return string(runner.KindServer)
-	}
-}
+func kindOf(obj client.Object) string { return string(obj.(v1alpha1.Object).KindName()) }
 
 // reconcile runs one Reconcile of obj.
 func (h *harness) reconcile(obj client.Object) ctrl.Result {
@@ -406,7 +398,7 @@ func (h *harness) settle(obj client.Object) ctrl.Result {
 	h.t.Helper()
 	res := h.reconcile(obj)
 	for range 20 {
-		t, err := runner.TargetOf(obj.(runner.Object))
+		t, err := kinds.TargetOf(obj.(v1alpha1.Object))
 		require.NoError(h.t, err)
 		j := h.jobs.get(t.Stack)
 		if j == nil {
@@ -457,7 +449,7 @@ func (h *harness) requireNoSecret(obj client.Object, evs []string, secrets ...st
 	}
 }
 
-func cond(obj Object, typ string) *metav1.Condition {
+func cond(obj v1alpha1.Object, typ string) *metav1.Condition {
 	for i, c := range obj.GetStackStatus().Conditions {
 		if c.Type == typ {
 			return &obj.GetStackStatus().Conditions[i]

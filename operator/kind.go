@@ -12,41 +12,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
-// Object is a TFRS custom resource as the core sees it: *v1alpha1.TFRCluster, TFRTenant or
-// TFRServer.
-type Object interface {
-	client.Object
-	v1alpha1.StackObject
-}
-
-// kind is everything the three reconcilers do differently; the rest is the core's (core.go).
-// The programs, their inputs and how a parent's stack is read live in stacks/runner.
+// kind is what the operator does differently for each of the three kinds: the watches and
+// the client reads of relatives that only a controller has. What a kind is (its stacks, its
+// parent, its secrets, its validation) it says itself through v1alpha1.Object; which program
+// runs is the runner's (stacks/kinds). The rest is the core's (core.go).
 type kind struct {
-	name   runner.Kind
-	newObj func() Object
+	newObj func() v1alpha1.Object
 	// parents lists what the object consumes, to gate its up on and to see when it changed:
 	// each parent custom resource that exists, else the parent's stack (a parent made over
 	// the HTTP API or the CLI has no custom resource) whose outputs are read from the engine.
-	parents func(ctx context.Context, c client.Reader, obj Object, t runner.Target) ([]parent, error)
+	parents func(ctx context.Context, c client.Reader, obj v1alpha1.Object, t kinds.Target) ([]parent, error)
 	// children lists the custom resources that must be gone before the object is destroyed.
 	// The runner also refuses while the backend has dependent stacks; the custom resources
 	// count too, so that a child whose first up has not started yet holds its parent.
-	children func(ctx context.Context, c client.Reader, obj Object) ([]string, error)
+	children func(ctx context.Context, c client.Reader, obj v1alpha1.Object) ([]string, error)
 	// watch adds the watches that wake the object when a parent or a child changes.
 	watch func(b *builder.Builder, c client.Reader) *builder.Builder
-	// secrets are values the spec holds in plain text, hidden from every message.
-	secrets func(obj Object) []string
 	// ready fills the kind's own status fields after a successful up.
-	ready func(obj Object)
+	ready func(obj v1alpha1.Object)
 }
+
+// name is the kind's name, the label of its metrics and its controller's name.
+func (k *kind) name() v1alpha1.Kind { return k.newObj().KindName() }
 
 // parent is one thing a child consumes.
 type parent struct {
-	obj   Object // the parent custom resource, nil when there is none
-	stack string // the parent's stack, read from the engine when obj is nil
+	obj   v1alpha1.Object // the parent custom resource, nil when there is none
+	stack string          // the parent's stack, read from the engine when obj is nil
 }
 
 // Field indexes the kinds look their relatives up by.
@@ -64,8 +59,8 @@ type fieldIndex struct {
 }
 
 var fieldIndexes = []fieldIndex{
-	{&v1alpha1.TFRTenant{}, indexClusterRef, func(o client.Object) []string { return []string{o.(*v1alpha1.TFRTenant).Spec.ClusterRef} }},
-	{&v1alpha1.TFRServer{}, indexTenantRef, func(o client.Object) []string { return []string{o.(*v1alpha1.TFRServer).Spec.TenantRef} }},
+	{&v1alpha1.TFRTenant{}, indexClusterRef, parentName},
+	{&v1alpha1.TFRServer{}, indexTenantRef, parentName},
 	{&v1alpha1.TFRTenant{}, indexJobType, func(o client.Object) []string {
 		if t := o.(*v1alpha1.TFRTenant); t.Spec.Type == v1alpha1.TenantPersonal {
 			return []string{t.Spec.JobType}
@@ -73,6 +68,9 @@ var fieldIndexes = []fieldIndex{
 		return nil
 	}},
 }
+
+// parentName is the name of o's parent (a tenant's clusterRef, a server's tenantRef).
+func parentName(o client.Object) []string { return []string{o.(v1alpha1.Object).Parent().Name} }
 
 // ownChanges lets through the events of a kind's own objects that can change a decision: a
 // new generation (spec), annotations (reconcile request, pending decision), deletion and
@@ -98,24 +96,12 @@ var deleted = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// kindName names an object's kind (typed objects read from the API carry no TypeMeta).
-func kindName(o Object) string {
-	switch o.(type) {
-	case *v1alpha1.TFRCluster:
-		return v1alpha1.KindTFRCluster
-	case *v1alpha1.TFRTenant:
-		return v1alpha1.KindTFRTenant
-	default:
-		return v1alpha1.KindTFRServer
-	}
-}
-
 func request(namespace, name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}
 }
 
 // getParent reads a parent custom resource; nil when it does not exist.
-func getParent(ctx context.Context, c client.Reader, obj Object, key client.ObjectKey) (Object, error) {
+func getParent(ctx context.Context, c client.Reader, obj v1alpha1.Object, key client.ObjectKey) (v1alpha1.Object, error) {
 	if err := c.Get(ctx, key, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}

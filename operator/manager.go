@@ -115,7 +115,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 	for _, k := range []*kind{clusterKind(), tenantKind(), serverKind()} {
 		r := newReconciler(k, c, rn, op.jobs, parents, o)
 		r.events = mgr.GetEventRecorder("tfrs-operator")
-		name := strings.ToLower(string(k.name))
+		name := strings.ToLower(string(k.name()))
 		copts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
 		if o.SkipNameValidation {
 			copts.SkipNameValidation = ptr.To(true)
@@ -135,7 +135,7 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 // runOptions makes the runner ask the operator's cache which personal tenant drives a job
 // type's shared stack, so that exactly one does.
 func runOptions(c client.Reader, run runner.Options) runner.Options {
-	run.SharedOwner = func(ctx context.Context, jobType string) (runner.Object, error) {
+	run.SharedOwner = func(ctx context.Context, jobType string) (v1alpha1.Object, error) {
 		owner, err := sharedOwner(ctx, c, jobType)
 		if err != nil || owner == nil {
 			return nil, err // never a typed nil
@@ -152,7 +152,7 @@ func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *pa
 		timing:  timing{Resync: o.ResyncPeriod, ParentPoll: o.ParentPoll, BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax},
 		poll:    o.JobPoll,
 		readTO:  o.EngineReadTimeout,
-		failing: &failingSet{kind: string(k.name)},
+		failing: &failingSet{kind: string(k.name())},
 		now:     time.Now,
 	}
 }

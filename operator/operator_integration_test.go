@@ -206,7 +206,7 @@ func (in *instance) stop() {
 }
 
 // waitFor polls obj until ok says so.
-func (e *itEnv) waitFor(t *testing.T, obj Object, timeout time.Duration, what string, ok func() bool) {
+func (e *itEnv) waitFor(t *testing.T, obj v1alpha1.Object, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -216,13 +216,13 @@ func (e *itEnv) waitFor(t *testing.T, obj Object, timeout time.Duration, what st
 		}
 		if time.Now().After(deadline) {
 			b, _ := json.MarshalIndent(obj.GetStackStatus(), "", "  ")
-			t.Fatalf("%s %s: %s not reached in %s (get: %v); status:\n%s", kindName(obj), key(obj), what, timeout, err, b)
+			t.Fatalf("%s %s: %s not reached in %s (get: %v); status:\n%s", obj.KindName(), key(obj), what, timeout, err, b)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-func (e *itEnv) waitGone(t *testing.T, obj Object, timeout time.Duration) {
+func (e *itEnv) waitGone(t *testing.T, obj v1alpha1.Object, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -232,13 +232,13 @@ func (e *itEnv) waitGone(t *testing.T, obj Object, timeout time.Duration) {
 		}
 		if time.Now().After(deadline) {
 			b, _ := json.MarshalIndent(obj.GetStackStatus(), "", "  ")
-			t.Fatalf("%s %s still exists after %s; status:\n%s", kindName(obj), key(obj), timeout, b)
+			t.Fatalf("%s %s still exists after %s; status:\n%s", obj.KindName(), key(obj), timeout, b)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-func readyIs(obj Object, status metav1.ConditionStatus, reason string) func() bool {
+func readyIs(obj v1alpha1.Object, status metav1.ConditionStatus, reason string) func() bool {
 	return func() bool {
 		c := cond(obj, v1alpha1.ConditionReady)
 		return c != nil && c.Status == status && (reason == "" || c.Reason == reason) && c.ObservedGeneration == obj.GetGeneration()

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -109,7 +110,7 @@ func TestOperatorJobOnParentStackDropsItsDigest(t *testing.T) {
 
 	// An operation of this operator on the parent's stack (its outputs change) ends...
 	j := &job{kind: jobUp}
-	h.recs["TFRCluster"].start(runner.Target{Stack: cliCluster}, j, func(context.Context, *job) {
+	h.recs["TFRCluster"].start(kinds.Target{Stack: cliCluster}, j, func(context.Context, *job) {
 		h.eng.put(cliCluster, engine.ManagedByCLI, nil, program.Outputs{"host": program.NewOutput("c", false)})
 	}, newCluster("main"))
 	<-j.done

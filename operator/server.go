@@ -9,23 +9,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // serverKind: a TFRServer consumes its TFRTenant (same namespace) and has no children.
 func serverKind() *kind {
 	return &kind{
-		name:   runner.KindServer,
-		newObj: func() Object { return &v1alpha1.TFRServer{} },
-		parents: func(ctx context.Context, c client.Reader, obj Object, t runner.Target) ([]parent, error) {
-			x := obj.(*v1alpha1.TFRServer)
-			tn, err := getParent(ctx, c, &v1alpha1.TFRTenant{}, client.ObjectKey{Namespace: x.Namespace, Name: x.Spec.TenantRef})
+		newObj: func() v1alpha1.Object { return &v1alpha1.TFRServer{} },
+		parents: func(ctx context.Context, c client.Reader, obj v1alpha1.Object, t kinds.Target) ([]parent, error) {
+			tn, err := getParent(ctx, c, &v1alpha1.TFRTenant{}, client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.Parent().Name})
 			if err != nil {
 				return nil, err
 			}
 			return []parent{{obj: tn, stack: t.Parent}}, nil
 		},
-		children: func(context.Context, client.Reader, Object) ([]string, error) { return nil, nil },
+		children: func(context.Context, client.Reader, v1alpha1.Object) ([]string, error) { return nil, nil },
 		// The tenant's status (Ready, outputs digest) gates and re-runs its servers.
 		watch: func(b *builder.Builder, c client.Reader) *builder.Builder {
 			return b.Watches(&v1alpha1.TFRTenant{}, handler.EnqueueRequestsFromMapFunc(
@@ -41,15 +39,6 @@ func serverKind() *kind {
 					return reqs
 				}), builder.WithPredicates(changed))
 		},
-		// secretData values (API keys) are plain text in the spec.
-		secrets: func(obj Object) []string {
-			x := obj.(*v1alpha1.TFRServer)
-			vals := make([]string, 0, len(x.Spec.SecretData))
-			for _, v := range x.Spec.SecretData {
-				vals = append(vals, v)
-			}
-			return vals
-		},
-		ready: func(Object) {},
+		ready: func(v1alpha1.Object) {},
 	}
 }

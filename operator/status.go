@@ -15,6 +15,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -58,9 +59,9 @@ type failure struct {
 // classify maps the runner's and the engine's sentinel errors to a condition reason.
 func classify(err error) failure {
 	switch {
-	case errors.Is(err, runner.ErrInvalid):
+	case errors.Is(err, kinds.ErrInvalid):
 		return failure{reason: v1alpha1.ReasonInvalidSpec, stalled: true}
-	case errors.Is(err, runner.ErrParentNotReady):
+	case errors.Is(err, kinds.ErrParentNotReady):
 		return failure{reason: v1alpha1.ReasonWaitingForParent}
 	case errors.Is(err, runner.ErrDependentsExist):
 		return failure{reason: v1alpha1.ReasonDependentsExist}

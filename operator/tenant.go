@@ -10,16 +10,15 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // tenantKind: a TFRTenant consumes its TFRCluster and, for a personal tenant that does not
 // drive its job type's shared stack, the tenant that does; its children are its TFRServers.
 func tenantKind() *kind {
 	return &kind{
-		name:   runner.KindTenant,
-		newObj: func() Object { return &v1alpha1.TFRTenant{} },
-		parents: func(ctx context.Context, c client.Reader, obj Object, t runner.Target) ([]parent, error) {
+		newObj: func() v1alpha1.Object { return &v1alpha1.TFRTenant{} },
+		parents: func(ctx context.Context, c client.Reader, obj v1alpha1.Object, t kinds.Target) ([]parent, error) {
 			x := obj.(*v1alpha1.TFRTenant)
 			cl, err := getParent(ctx, c, &v1alpha1.TFRCluster{}, client.ObjectKey{Name: x.Spec.ClusterRef})
 			if err != nil {
@@ -38,7 +37,7 @@ func tenantKind() *kind {
 			}
 			return ps, nil
 		},
-		children: func(ctx context.Context, c client.Reader, obj Object) ([]string, error) {
+		children: func(ctx context.Context, c client.Reader, obj v1alpha1.Object) ([]string, error) {
 			var list v1alpha1.TFRServerList
 			if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{indexTenantRef: obj.GetName()}); err != nil {
 				return nil, err
@@ -63,7 +62,7 @@ func tenantKind() *kind {
 				// A server going away may unblock its tenant's deletion.
 				Watches(&v1alpha1.TFRServer{}, handler.EnqueueRequestsFromMapFunc(
 					func(_ context.Context, o client.Object) []reconcile.Request {
-						return []reconcile.Request{request(o.GetNamespace(), o.(*v1alpha1.TFRServer).Spec.TenantRef)}
+						return []reconcile.Request{request(o.GetNamespace(), o.(v1alpha1.Object).Parent().Name)}
 					}), builder.WithPredicates(deleted)).
 				// The personal tenant that drives a job type's shared stack gates (and, when its
 				// outputs change, re-runs) the job type's other tenants; its deletion hands the
@@ -81,8 +80,7 @@ func tenantKind() *kind {
 						return tenantRequests(list.Items, t.Namespace+"/"+t.Name)
 					}), builder.WithPredicates(changed))
 		},
-		secrets: func(Object) []string { return nil }, // tenant credentials are Secret references
-		ready: func(obj Object) {
+		ready: func(obj v1alpha1.Object) {
 			x := obj.(*v1alpha1.TFRTenant)
 			x.Status.TargetNamespace = x.TargetNamespace()
 		},

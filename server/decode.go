@@ -14,11 +14,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
 // objectMeta is the part of Kubernetes metadata a body may carry. Anything else (uid,
@@ -31,21 +29,39 @@ type objectMeta struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-func (m objectMeta) kube() metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, Labels: m.Labels, Annotations: m.Annotations}
-}
-
-func metaOf(o runner.Object) objectMeta {
+func metaOf(o v1alpha1.Object) objectMeta {
 	return objectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), Labels: o.GetLabels(), Annotations: o.GetAnnotations()}
 }
 
 // document is a request body: the CR document kubectl takes (apiVersion, kind, metadata,
-// spec) or just {metadata, spec}. There is no status: the server owns it.
-type document[S any] struct {
+// spec) or just {metadata, spec}. There is no status: the server owns it. Spec is the kind's
+// spec: a pointer to it to encode (documentOf), a specSlot to decode into.
+type document struct {
 	APIVersion string     `json:"apiVersion,omitempty"`
 	Kind       string     `json:"kind,omitempty"`
 	Metadata   objectMeta `json:"metadata"`
-	Spec       *S         `json:"spec"`
+	Spec       any        `json:"spec"`
+}
+
+// documentOf is the response (and record) form of an object: the CR document without status.
+func documentOf(obj v1alpha1.Object) document {
+	return document{APIVersion: v1alpha1.GroupVersion.String(), Kind: string(obj.KindName()), Metadata: metaOf(obj), Spec: obj.GetSpec()}
+}
+
+// specSlot is where a document's spec decodes for obj's kind: a pointer to a nil *S, S being
+// the kind's spec type, so that the decoders allocate the spec only when the body has one (a
+// missing or null spec leaves it nil, as a typed *S field would) and report type errors
+// against S with their full paths. fill copies a decoded spec into obj; false: there was none.
+func specSlot(obj v1alpha1.Object) (slot any, fill func() bool) {
+	spec := reflect.ValueOf(obj.GetSpec()) // *S
+	p := reflect.New(spec.Type())          // **S, pointing at a nil *S
+	return p.Interface(), func() bool {
+		if p.Elem().IsNil() {
+			return false
+		}
+		spec.Elem().Set(p.Elem().Elem())
+		return true
+	}
 }
 
 // isJSON accepts application/json and the structured +json types, with parameters.
@@ -76,12 +92,15 @@ func readBody(c echo.Context) ([]byte, error) {
 	return b, nil
 }
 
-// decodeDocument decodes a body strictly. Malformed JSON, a value of the wrong type (the
-// decoder stops there) and a missing spec are fatal: the error is returned. Unknown and
-// duplicate fields (case-sensitive, with their full paths) and a wrong apiVersion or kind are
-// returned as field problems next to the decoded document, so that the spec's own
-// validation can still report every other invalid field in the same 400.
-func decodeDocument[S any](body []byte, kind runner.Kind) (*document[S], []FieldProblem, error) {
+// decodeDocument decodes a body strictly into a new object of the kind newObj makes.
+// Malformed JSON, a value of the wrong type (the decoder stops there) and a missing spec are
+// fatal: the error is returned. Unknown and duplicate fields (case-sensitive, with their full
+// paths) and a wrong apiVersion or kind are returned as field problems next to the decoded
+// object, so that the spec's own validation can still report every other invalid field in the
+// same 400.
+func decodeDocument(body []byte, newObj func() v1alpha1.Object) (v1alpha1.Object, []FieldProblem, error) {
+	obj := newObj()
+	kind := obj.KindName()
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil, invalid("a request body is required", FieldProblem{Reason: "required", Detail: "send the " + string(kind) + " document"})
 	}
@@ -90,13 +109,15 @@ func decodeDocument[S any](body []byte, kind runner.Kind) (*document[S], []Field
 	}
 	// The standard decoder first: it reports syntax errors with their offset and type errors
 	// with the full field path.
-	var loose document[S]
+	looseSpec, _ := specSlot(newObj())
+	loose := document{Spec: looseSpec}
 	if err := json.Unmarshal(body, &loose); err != nil {
 		return nil, nil, decodeError(err, kind)
 	}
 	// Then the Kubernetes decoder, case-sensitive like the API server, for unknown and
 	// duplicate fields; its result is the one used.
-	var d document[S]
+	spec, fill := specSlot(obj)
+	d := document{Spec: spec}
 	strict, err := sigsjson.UnmarshalStrict(body, &d)
 	if err != nil {
 		return nil, nil, decodeError(err, kind)
@@ -123,16 +144,21 @@ func decodeDocument[S any](body []byte, kind runner.Kind) (*document[S], []Field
 	if d.Kind != "" && d.Kind != string(kind) {
 		fields = append(fields, FieldProblem{Field: "kind", Reason: "notSupported", Detail: "must be " + string(kind) + " on this route"})
 	}
-	if d.Spec == nil {
+	if !fill() {
 		fields = append(fields, FieldProblem{Field: "spec", Reason: "required", Detail: "spec is required"})
 		return nil, nil, invalid(fmt.Sprintf("%d invalid field(s)", len(fields)), fields...)
 	}
-	return &d, fields, nil
+	obj.GetObjectKind().SetGroupVersionKind(v1alpha1.GroupVersion.WithKind(string(kind)))
+	obj.SetName(d.Metadata.Name)
+	obj.SetNamespace(d.Metadata.Namespace)
+	obj.SetLabels(d.Metadata.Labels)
+	obj.SetAnnotations(d.Metadata.Annotations)
+	return obj, fields, nil
 }
 
 // decodeError describes a decode failure in terms of the request, never with the decoder's
 // own message (it names Go types).
-func decodeError(err error, kind runner.Kind) error {
+func decodeError(err error, kind v1alpha1.Kind) error {
 	var (
 		se *json.SyntaxError
 		te *json.UnmarshalTypeError

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -187,12 +188,12 @@ func problemOf(err error) (p Problem, internal bool) {
 		he  *echo.HTTPError
 		mbe *http.MaxBytesError
 		ie  *InvalidError
-		rie *runner.InvalidError
+		rie *kinds.InvalidError
 		ex  *ExistsError
 		be  *BusyError
 		me  *runner.ManagedElsewhereError
 		de  *runner.DependentsError
-		pe  *runner.ParentError
+		pe  *kinds.ParentError
 		ns  *NoSpecError
 		nf  *NotFoundError
 		oe  *engine.OpError
@@ -269,7 +270,7 @@ func problemOf(err error) (p Problem, internal bool) {
 			detail = fmt.Sprintf("%s %q is missing or not ready", pe.Kind, pe.Name)
 		}
 		return newProblem(http.StatusFailedDependency, "parent-not-ready", "Parent not ready", detail), false
-	case errors.Is(err, runner.ErrParentNotReady):
+	case errors.Is(err, kinds.ErrParentNotReady):
 		return newProblem(http.StatusFailedDependency, "parent-not-ready", "Parent not ready", "the parent is missing or not ready"), false
 	case errors.Is(err, ErrOperationEnded):
 		return newProblem(http.StatusConflict, "operation-ended", "Operation ended", "the operation already ended; there is nothing to cancel"), false

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -360,7 +361,7 @@ func filterMutations(calls []string) []string {
 // busy stack.
 type blockingPreview struct{ *fake }
 
-func (b blockingPreview) Preview(ctx context.Context, obj runner.Object, _ runner.Op) (*runner.Outcome, error) {
+func (b blockingPreview) Preview(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*runner.Outcome, error) {
 	<-ctx.Done()
 	return nil, errors.Join(&engine.OpError{Op: engine.OpPreview, Kind: engine.ErrCanceled}, ctx.Err())
 }

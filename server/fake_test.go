@@ -17,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -99,8 +101,8 @@ func (f *fake) wait(ctx context.Context, stack string) error {
 	}
 }
 
-func (f *fake) Up(ctx context.Context, obj runner.Object, op runner.Op) (*runner.Outcome, error) {
-	t, err := runner.TargetOf(obj)
+func (f *fake) Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error) {
+	t, err := kinds.TargetOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +136,8 @@ func (f *fake) Up(ctx context.Context, obj runner.Object, op runner.Op) (*runner
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, upErr
 }
 
-func (f *fake) Preview(ctx context.Context, obj runner.Object, _ runner.Op) (*runner.Outcome, error) {
-	t, err := runner.TargetOf(obj)
+func (f *fake) Preview(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*runner.Outcome, error) {
+	t, err := kinds.TargetOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +155,8 @@ func (f *fake) Preview(ctx context.Context, obj runner.Object, _ runner.Op) (*ru
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
 }
 
-func (f *fake) Destroy(ctx context.Context, obj runner.Object, _ runner.Op) (*runner.Outcome, error) {
-	t, err := runner.TargetOf(obj)
+func (f *fake) Destroy(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*runner.Outcome, error) {
+	t, err := kinds.TargetOf(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +175,7 @@ func (f *fake) Destroy(ctx context.Context, obj runner.Object, _ runner.Op) (*ru
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
 }
 
-func (f *fake) Dependents(_ context.Context, t runner.Target) ([]string, error) {
+func (f *fake) Dependents(_ context.Context, t kinds.Target) ([]string, error) {
 	f.record("Dependents " + t.Stack)
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -95,7 +95,7 @@ func TestOpenAPISpecSchemasMatchCRDs(t *testing.T) {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(openapiJSON, &doc))
 	schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
-	for _, k := range kinds {
+	for _, k := range resourceKinds {
 		b, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "tfrs.io_tfr"+k.plural+".yaml"))
 		require.NoError(t, err)
 		var crd apiextensionsv1.CustomResourceDefinition

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
@@ -54,10 +55,10 @@ var ErrOperationEnded = errors.New("operation already ended")
 
 // ResourceRef names an operation's resource.
 type ResourceRef struct {
-	Kind      runner.Kind `json:"kind"`
-	Namespace string      `json:"namespace,omitempty"`
-	Name      string      `json:"name"`
-	Href      string      `json:"href"`
+	Kind      v1alpha1.Kind `json:"kind"`
+	Namespace string        `json:"namespace,omitempty"`
+	Name      string        `json:"name"`
+	Href      string        `json:"href"`
 }
 
 // OperationResult is what a finished operation did. On failure it holds what was done before

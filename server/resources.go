@@ -20,8 +20,8 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // ResourceView is the JSON of one resource: the CR document the API was sent (secret values
@@ -113,11 +113,11 @@ func (h resources) ref(c echo.Context, withName bool) (ref, error) {
 		}
 		return v
 	}
-	if h.k != clusterKind {
+	if h.k.namespaced {
 		r.namespace = param("ns", "metadata.namespace")
 	}
-	if h.k == serverKind {
-		r.tenant = param("tenant", "spec.tenantRef")
+	if h.k.parent != nil {
+		r.tenant = param("tenant", h.k.newObj().Parent().Field.String())
 	}
 	if withName {
 		r.name = param("name", "metadata.name")
@@ -131,30 +131,30 @@ func (h resources) ref(c echo.Context, withName bool) (ref, error) {
 // decodeBody turns the body into a defaulted, validated object bound to the URL. Every
 // problem found is reported at once: decoding, URL mismatches, metadata, and the type's own
 // Validate (the CRD's rules).
-func (h resources) decodeBody(c echo.Context, r ref) (runner.Target, runner.Object, error) {
+func (h resources) decodeBody(c echo.Context, r ref) (kinds.Target, v1alpha1.Object, error) {
 	obj, fields, err := h.k.decode(bodyOf(c))
 	if err != nil {
-		return runner.Target{}, nil, err
+		return kinds.Target{}, nil, err
 	}
 	errs := r.bind(obj)
-	errs = append(errs, h.k.checkRequest(obj)...)
-	t, prepared, err := runner.Prepare(obj)
-	var rie *runner.InvalidError
+	errs = append(errs, checkRequest(obj)...)
+	t, prepared, err := kinds.Prepare(obj)
+	var rie *kinds.InvalidError
 	switch {
 	case errors.As(err, &rie):
 		errs = append(errs, rie.Errors...)
 	case err != nil:
-		return runner.Target{}, nil, err
+		return kinds.Target{}, nil, err
 	}
 	fields = append(fields, fieldProblems(errs)...)
 	if len(fields) > 0 {
-		return runner.Target{}, nil, invalid(fmt.Sprintf("%d invalid field(s)", len(fields)), fields...)
+		return kinds.Target{}, nil, invalid(fmt.Sprintf("%d invalid field(s)", len(fields)), fields...)
 	}
 	return t, prepared, nil
 }
 
 // checkUpdate applies ValidateUpdate against the stored spec, when there is one.
-func (h resources) checkUpdate(obj runner.Object, rec *Record) error {
+func (h resources) checkUpdate(obj v1alpha1.Object, rec *Record) error {
 	if rec == nil {
 		return nil
 	}
@@ -162,7 +162,7 @@ func (h resources) checkUpdate(obj runner.Object, rec *Record) error {
 	if err != nil {
 		return err
 	}
-	if errs := h.k.validateUpdate(obj, old); len(errs) > 0 {
+	if errs := obj.ValidateUpdate(old); len(errs) > 0 {
 		return invalid(fmt.Sprintf("%d invalid field(s)", len(errs)), fieldProblems(errs)...)
 	}
 	return nil
@@ -238,7 +238,7 @@ func (h resources) update(c echo.Context) error {
 
 // upWork is what create and update share once the request is accepted: the parent must be
 // ready and the spec is stored (over prev, for an update); then the up may start.
-func (h resources) upWork(c echo.Context, op *Operation, t runner.Target, obj runner.Object, prev *Record) (work, error) {
+func (h resources) upWork(c echo.Context, op *Operation, t kinds.Target, obj v1alpha1.Object, prev *Record) (work, error) {
 	ctx := c.Request().Context()
 	if err := h.s.checkParent(ctx, t); err != nil {
 		return nil, err
@@ -269,13 +269,13 @@ func (h resources) remove(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	t := runner.Target{Stack: stack}
-	var obj runner.Object
+	t := kinds.Target{Stack: stack}
+	var obj v1alpha1.Object
 	if rec != nil {
 		if obj, err = h.k.fromRecord(rec); err != nil {
 			return err
 		}
-		if t, err = runner.TargetOf(obj); err != nil {
+		if t, err = kinds.TargetOf(obj); err != nil {
 			return err
 		}
 	}
@@ -320,13 +320,13 @@ func (h resources) belongs(r ref, rec *Record, st *engine.StackStatus) bool {
 	if rec == nil && st == nil {
 		return false
 	}
-	if h.k != serverKind {
+	if h.k.parent == nil {
 		return true
 	}
 	if rec != nil {
 		return rec.Parent == r.tenant
 	}
-	parent, err := stackname.Tenant(r.namespace, r.tenant)
+	parent, err := r.parentStack()
 	return err == nil && st.Tags[engine.TagParent] == parent
 }
 
@@ -497,8 +497,8 @@ func (h resources) preview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var obj runner.Object
-	var t runner.Target
+	var obj v1alpha1.Object
+	var t kinds.Target
 	if bodyOf(c) != nil {
 		if t, obj, err = h.decodeBody(c, r); err != nil {
 			return err
@@ -518,7 +518,7 @@ func (h resources) preview(c echo.Context) error {
 			return invalid("this API holds no spec for "+r.String()+" (made by "+doorName(st.ManagedBy)+"): send the document to preview",
 				FieldProblem{Reason: "required", Detail: "a body is required"})
 		}
-		if rec.Parent != "" && h.k == serverKind && rec.Parent != r.tenant {
+		if rec.Parent != "" && h.k.parent != nil && rec.Parent != r.tenant {
 			return &NotFoundError{What: r.String()}
 		}
 		if rec.Redacted {
@@ -529,7 +529,7 @@ func (h resources) preview(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if t, obj, err = runner.Prepare(stored); err != nil {
+		if t, obj, err = kinds.Prepare(stored); err != nil {
 			return err
 		}
 	}
@@ -591,7 +591,7 @@ func decodeContinue(tok string) (string, bool) {
 // launch reserves the stacks of an operation, runs prepare (the checks and whatever must
 // happen before the work starts) and starts the work it returns; a refused request, or a
 // panic in prepare, releases the reservation, so nothing is left half-started.
-func (s *Server) launch(c echo.Context, kind OperationKind, r ref, t runner.Target, prepare func(op *Operation) (work, error)) error {
+func (s *Server) launch(c echo.Context, kind OperationKind, r ref, t kinds.Target, prepare func(op *Operation) (work, error)) error {
 	op, err := s.reserve(kind, r, t, c)
 	if err != nil {
 		return err
@@ -612,7 +612,7 @@ func (s *Server) launch(c echo.Context, kind OperationKind, r ref, t runner.Targ
 }
 
 // reserve takes the resource's stacks for a new operation (409 when one is held).
-func (s *Server) reserve(kind OperationKind, r ref, t runner.Target, c echo.Context) (*Operation, error) {
+func (s *Server) reserve(kind OperationKind, r ref, t kinds.Target, c echo.Context) (*Operation, error) {
 	stacks := []string{t.Stack}
 	if t.Shared != "" {
 		// Personal tenants of one job type share a stack that any of them may bring up or
@@ -624,7 +624,7 @@ func (s *Server) reserve(kind OperationKind, r ref, t runner.Target, c echo.Cont
 }
 
 // upWork is the body of a create or update operation.
-func (s *Server) upWork(obj runner.Object, op *Operation) work {
+func (s *Server) upWork(obj v1alpha1.Object, op *Operation) work {
 	return func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {
 		return s.run.Up(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op)})
 	}
@@ -655,7 +655,7 @@ func (s *Server) status(ctx context.Context, stack string) (*engine.StackStatus,
 
 // checkParent refuses work whose parent stack is missing or not ready (424) before an
 // operation starts; the runner checks again when it runs, with the parent's outputs.
-func (s *Server) checkParent(ctx context.Context, t runner.Target) error {
+func (s *Server) checkParent(ctx context.Context, t kinds.Target) error {
 	if t.Parent == "" {
 		return nil
 	}
@@ -665,9 +665,9 @@ func (s *Server) checkParent(ctx context.Context, t runner.Target) error {
 	}
 	switch {
 	case st == nil:
-		return &runner.ParentError{Kind: t.ParentKind, Name: t.ParentName, Stack: t.Parent, Reason: "its stack does not exist"}
+		return &kinds.ParentError{Kind: t.ParentKind, Name: t.ParentName, Stack: t.Parent, Reason: "its stack does not exist"}
 	case !st.Ready:
-		return &runner.ParentError{Kind: t.ParentKind, Name: t.ParentName, Stack: t.Parent, Reason: "its last update did not succeed"}
+		return &kinds.ParentError{Kind: t.ParentKind, Name: t.ParentName, Stack: t.Parent, Reason: "its last update did not succeed"}
 	}
 	return nil
 }
@@ -692,7 +692,7 @@ func (s *Server) view(r ref, stack string, rec *Record, st *engine.StackStatus) 
 		v.Metadata.Generation, v.Metadata.CreationTimestamp = rec.Generation, &created
 		v.Spec, v.Status.SpecRedacted = doc.Spec, rec.Redacted
 		if obj, err := r.k.fromRecord(rec); err == nil {
-			if t, err := runner.TargetOf(obj); err == nil {
+			if t, err := kinds.TargetOf(obj); err == nil {
 				v.Status.SharedStack = t.Shared
 			}
 		}

@@ -23,17 +23,19 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
 // Runner is what the API needs from *runner.Runner; handler tests substitute a fake.
 type Runner interface {
-	Up(ctx context.Context, obj runner.Object, op runner.Op) (*runner.Outcome, error)
-	Preview(ctx context.Context, obj runner.Object, op runner.Op) (*runner.Outcome, error)
-	Destroy(ctx context.Context, obj runner.Object, op runner.Op) (*runner.Outcome, error)
-	Dependents(ctx context.Context, t runner.Target) ([]string, error)
+	Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
+	Preview(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
+	Destroy(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
+	Dependents(ctx context.Context, t kinds.Target) ([]string, error)
 }
 
 // Engine is the read side of *engine.Engine the API needs.
@@ -194,9 +196,9 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/metrics", s.m.handler(), normal)
 	e.GET("/openapi.json", serveOpenAPI, normal)
 
-	for _, k := range kinds {
+	for _, k := range resourceKinds {
 		h := resources{s: s, k: k}
-		col := collectionRoute(k)
+		col := k.route
 		e.GET(col, h.list, normal)
 		e.POST(col, h.create, normal)
 		e.GET(col+"/:name", h.get, normal)
@@ -208,18 +210,6 @@ func (s *Server) newEcho() *echo.Echo {
 	e.GET("/v1/operations/:id/events", s.operationEvents, stream)
 	e.POST("/v1/operations/:id/cancel", s.cancelOperation, normal)
 	return e
-}
-
-// collectionRoute is the echo route of a kind's collection.
-func collectionRoute(k *kindInfo) string {
-	switch k.kind {
-	case runner.KindCluster:
-		return "/v1/clusters"
-	case runner.KindTenant:
-		return "/v1/namespaces/:ns/tenants"
-	default:
-		return "/v1/namespaces/:ns/tenants/:tenant/servers"
-	}
 }
 
 // Handler is the API as an http.Handler (for tests, or to mount under another server).

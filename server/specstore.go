@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
@@ -23,10 +23,10 @@ import (
 // at all, yet a later PUT must be checked against the spec it replaces (ValidateUpdate) and a
 // DELETE must know the spec to find every stack of the object; the record is that memory.
 type Record struct {
-	Kind      runner.Kind `json:"kind"`
-	Namespace string      `json:"namespace,omitempty"`
-	Name      string      `json:"name"`
-	Stack     string      `json:"stack"`
+	Kind      v1alpha1.Kind `json:"kind"`
+	Namespace string        `json:"namespace,omitempty"`
+	Name      string        `json:"name"`
+	Stack     string        `json:"stack"`
 	// Parent is the parent object's name (a server's tenant, a tenant's cluster).
 	Parent   string          `json:"parent,omitempty"`
 	Document json.RawMessage `json:"document"`

@@ -30,37 +30,17 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
-// personalSharedName is the last part of a personal job type's shared stack name.
-const personalSharedName = "_shared"
-
 // PersonalSharedStack names the stack that owns the namespace and middleware shared by the
-// personal tenants of jobType.
-func PersonalSharedStack(jobType string) (string, error) {
-	if jobType == "" {
-		return "", fmt.Errorf("%w: empty job type", stackname.ErrInvalid)
-	}
-	name := stackname.LevelTenant + "." + v1alpha1.PersonalNamespacePrefix + jobType + "." + personalSharedName
-	if err := stackname.Validate(name); err != nil {
-		return "", err
-	}
-	return name, nil
-}
+// personal tenants of jobType (the rule is stackname.PersonalShared).
+func PersonalSharedStack(jobType string) (string, error) { return stackname.PersonalShared(jobType) }
 
 // TenantStackNames are the stacks of a TFRTenant: its own, and for a personal tenant the
-// shared stack of its job type ("" for an enterprise tenant).
+// shared stack of its job type ("" for an enterprise tenant). See TFRTenant.OwnStacks.
 func TenantStackNames(t *v1alpha1.TFRTenant) (own, shared string, err error) {
 	if t == nil {
 		return "", "", errors.New("tenant stack names: nil TFRTenant")
 	}
-	if own, err = stackname.Tenant(t.Namespace, t.Name); err != nil {
-		return "", "", err
-	}
-	if t.Spec.Type == v1alpha1.TenantPersonal {
-		if shared, err = PersonalSharedStack(t.Spec.JobType); err != nil {
-			return "", "", err
-		}
-	}
-	return own, shared, nil
+	return t.OwnStacks()
 }
 
 // SharedStackOwner picks, among tenants, the personal tenant of jobType whose spec drives the

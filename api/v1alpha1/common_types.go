@@ -339,29 +339,3 @@ const (
 	PendingDecisionAdopt  = "adopt"
 	PendingDecisionForget = "forget"
 )
-
-// StackObject is what every TFRS kind implements, so that code common to the three kinds (the
-// operator's reconcile core) reaches their shared spec and status parts without a type switch.
-// +kubebuilder:object:generate=false
-type StackObject interface {
-	GetStackStatus() *StackStatus
-	GetDriftDetection() DriftDetectionSpec
-}
-
-// GetStackStatus returns the shared part of the status.
-func (x *TFRCluster) GetStackStatus() *StackStatus { return &x.Status.StackStatus }
-
-// GetStackStatus returns the shared part of the status.
-func (x *TFRTenant) GetStackStatus() *StackStatus { return &x.Status.StackStatus }
-
-// GetStackStatus returns the shared part of the status.
-func (x *TFRServer) GetStackStatus() *StackStatus { return &x.Status.StackStatus }
-
-// GetDriftDetection returns spec.driftDetection.
-func (x *TFRCluster) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
-
-// GetDriftDetection returns spec.driftDetection.
-func (x *TFRTenant) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
-
-// GetDriftDetection returns spec.driftDetection.
-func (x *TFRServer) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }

@@ -34,9 +34,9 @@ import (
 // crdDir is where controller-gen writes the CRDs (`make manifests`).
 var crdDir = filepath.Join("..", "..", "config", "crd", "bases")
 
-func loadCRD(t *testing.T, kind string) *apiextensionsv1.CustomResourceDefinition {
+func loadCRD(t *testing.T, kind Kind) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	file := filepath.Join(crdDir, "tfrs.io_"+strings.ToLower(kind)+"s.yaml")
+	file := filepath.Join(crdDir, "tfrs.io_"+strings.ToLower(string(kind))+"s.yaml")
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatalf("read CRD (run `make manifests`): %v", err)
@@ -45,7 +45,7 @@ func loadCRD(t *testing.T, kind string) *apiextensionsv1.CustomResourceDefinitio
 	if err := yaml.UnmarshalStrict(data, &crd); err != nil {
 		t.Fatalf("parse %s: %v", file, err)
 	}
-	if crd.Spec.Names.Kind != kind || len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version {
+	if crd.Spec.Names.Kind != string(kind) || len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != GroupVersion.Version {
 		t.Fatalf("%s: unexpected names/versions %+v", file, crd.Spec.Names)
 	}
 	return &crd
@@ -119,7 +119,7 @@ func TestCRDDefaultsMatchGo(t *testing.T) {
 		c.Spec.ImageRegistry = &ImageRegistrySpec{Credentials: &RegistryCredentials{Server: "r", Username: "u",
 			PasswordSecretRef: &SecretKeyRef{Name: "s", Namespace: "n"}}}
 	}
-	objs := map[string][]defaulted{
+	objs := map[Kind][]defaulted{
 		KindTFRCluster: {newCluster(), newCluster(emptyTLS)},
 		KindTFRTenant:  {newTenant(), newTenant(func(t *TFRTenant) { t.Spec.Jaeger.Enabled = ptr.To(false) })},
 		KindTFRServer:  {newServer()},
@@ -133,7 +133,7 @@ func TestCRDDefaultsMatchGo(t *testing.T) {
 			d := obj.DeepCopyObject().(defaulted)
 			d.Default()
 			out := toJSONMap(t, d)["spec"].(map[string]any)
-			compareDefaults(t, kind+".spec", &spec, in, out, &checked)
+			compareDefaults(t, string(kind)+".spec", &spec, in, out, &checked)
 		}
 		if checked == 0 {
 			t.Errorf("%s: no defaults found in the CRD", kind)
@@ -174,8 +174,8 @@ func TestCRDPatternsMatchGo(t *testing.T) {
 			walk(kind, path+"[*]", s.AdditionalProperties.Schema)
 		}
 	}
-	for _, kind := range []string{KindTFRCluster, KindTFRTenant, KindTFRServer} {
-		walk(kind, "", loadCRD(t, kind).Spec.Versions[0].Schema.OpenAPIV3Schema)
+	for _, kind := range Kinds {
+		walk(string(kind), "", loadCRD(t, kind).Spec.Versions[0].Schema.OpenAPIV3Schema)
 	}
 	for _, p := range goPatterns {
 		if !used[p] {
@@ -186,8 +186,9 @@ func TestCRDPatternsMatchGo(t *testing.T) {
 
 func TestCRDNames(t *testing.T) {
 	for _, tc := range []struct {
-		kind, short string
-		scope       apiextensionsv1.ResourceScope
+		kind  Kind
+		short string
+		scope apiextensionsv1.ResourceScope
 	}{
 		{KindTFRCluster, "tfrc", apiextensionsv1.ClusterScoped},
 		{KindTFRTenant, "tfrt", apiextensionsv1.NamespaceScoped},

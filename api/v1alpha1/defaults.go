@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Default values. Each one is written twice: here and in a +kubebuilder:default marker (markers
@@ -80,8 +82,9 @@ const (
 	DefaultNodePortHTTP  int32 = 30080
 	DefaultNodePortHTTPS int32 = 30443
 
-	// PersonalNamespacePrefix prefixes the job type to name a personal tenant's shared namespace.
-	PersonalNamespacePrefix = "personal-"
+	// PersonalNamespacePrefix prefixes the job type to name a personal tenant's shared namespace
+	// (the job type's shared stack is named after it, hence defined with the stack names).
+	PersonalNamespacePrefix = stackname.PersonalNamespacePrefix
 )
 
 // Default sets the defaults the CRD schema sets. It is pure and idempotent; the API server does

@@ -41,10 +41,3 @@ var (
 	// AddToScheme adds the types of this group-version to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
-
-// Kinds of this group.
-const (
-	KindTFRCluster = "TFRCluster"
-	KindTFRTenant  = "TFRTenant"
-	KindTFRServer  = "TFRServer"
-)

@@ -172,7 +172,10 @@ func (x *TFRCluster) Validate() field.ErrorList {
 }
 
 // ValidateUpdate is Validate plus the rules on changes (none for a cluster yet).
-func (x *TFRCluster) ValidateUpdate(old *TFRCluster) field.ErrorList {
+func (x *TFRCluster) ValidateUpdate(old Object) field.ErrorList {
+	if _, errs := previous(x, old); errs != nil {
+		return errs
+	}
 	return x.Validate()
 }
 
@@ -275,8 +278,12 @@ func (x *TFRTenant) Validate() field.ErrorList {
 
 // ValidateUpdate is Validate plus the immutability rules: clusterRef, type, jobType and
 // namespace cannot change.
-func (x *TFRTenant) ValidateUpdate(old *TFRTenant) field.ErrorList {
-	errs := x.Validate()
+func (x *TFRTenant) ValidateUpdate(prev Object) field.ErrorList {
+	old, errs := previous(x, prev)
+	if errs != nil {
+		return errs
+	}
+	errs = x.Validate()
 	p := field.NewPath("spec")
 	errs = append(errs, immutable(p.Child("clusterRef"), x.Spec.ClusterRef, old.Spec.ClusterRef, true)...)
 	errs = append(errs, immutable(p.Child("type"), string(x.Spec.Type), string(old.Spec.Type), true)...)
@@ -328,8 +335,12 @@ func validateDriftDetection(p *field.Path, d *DriftDetectionSpec) field.ErrorLis
 
 // ValidateUpdate is Validate plus the immutability rules: tenantRef, robotId and robotType
 // cannot change (they name the routing host and the stack).
-func (x *TFRServer) ValidateUpdate(old *TFRServer) field.ErrorList {
-	errs := x.Validate()
+func (x *TFRServer) ValidateUpdate(prev Object) field.ErrorList {
+	old, errs := previous(x, prev)
+	if errs != nil {
+		return errs
+	}
+	errs = x.Validate()
 	p := field.NewPath("spec")
 	errs = append(errs, immutable(p.Child("tenantRef"), x.Spec.TenantRef, old.Spec.TenantRef, true)...)
 	errs = append(errs, immutable(p.Child("robotId"), x.Spec.RobotID, old.Spec.RobotID, true)...)

@@ -24,7 +24,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 
 	"github.com/tfrs-io/tfrs-operator/internal/manifest"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 func main() { pulumi.Run(run) }
@@ -34,21 +34,21 @@ var errApply = errors.New("this entry only previews: generated credentials live 
 
 // run is the program: decode the one CR of tfrs:object, then dispatch.
 func run(ctx *pulumi.Context) error {
-	doc := config.Get(ctx, runner.ConfigObject)
+	doc := config.Get(ctx, kinds.ConfigObject)
 	if strings.TrimSpace(doc) == "" {
-		return runner.ErrNoObject
+		return kinds.ErrNoObject
 	}
 	objs, err := manifest.Decode(strings.NewReader(doc))
 	if err != nil {
 		return err
 	}
 	if len(objs) != 1 {
-		return errors.New(runner.ConfigObject + " must hold exactly one TFRS document (one stack, one object)")
+		return errors.New(kinds.ConfigObject + " must hold exactly one TFRS document (one stack, one object)")
 	}
 	if !ctx.DryRun() {
 		return errApply
 	}
-	prog, err := runner.Program(objs[0], nil)
+	prog, err := kinds.Program(objs[0], nil)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 	"github.com/tfrs-io/tfrs-operator/stacks"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // entryMocks record registrations and answer stack references with the outputs of parent
@@ -91,7 +91,7 @@ spec: {clusterRef: dev, type: personal, jobType: chat}
 // runEntry runs the entry as the stock CLI would on stack, with doc as tfrs:object.
 func runEntry(t *testing.T, stack, doc string, dryRun bool) (*entryMocks, error) {
 	t.Helper()
-	cfg, err := json.Marshal(map[string]string{runner.ConfigObject: doc})
+	cfg, err := json.Marshal(map[string]string{kinds.ConfigObject: doc})
 	require.NoError(t, err)
 	t.Setenv(pulumi.EnvConfig, string(cfg))
 	t.Setenv(pulumi.EnvDryRun, map[bool]string{true: "true", false: "false"}[dryRun])
@@ -140,13 +140,13 @@ func TestEntryRefusals(t *testing.T) {
 	require.ErrorContains(t, err, "does not belong to TFRTenant tfrs-system/acme")
 
 	_, err = runEntry(t, "cluster.dev", "", true)
-	require.ErrorIs(t, err, runner.ErrNoObject)
+	require.ErrorIs(t, err, kinds.ErrNoObject)
 
 	_, err = runEntry(t, "cluster.dev", clusterDoc+"---\n"+tenantDoc, true)
 	require.ErrorContains(t, err, "exactly one")
 
 	_, err = runEntry(t, "cluster.dev", strings.Replace(clusterDoc, "tfrobot.local", "Not A Domain", 1), true)
-	require.ErrorIs(t, err, runner.ErrInvalid)
+	require.ErrorIs(t, err, kinds.ErrInvalid)
 
 	m, err := runEntry(t, "cluster.dev", clusterDoc, false)
 	require.ErrorIs(t, err, errApply, "an update from the stock CLI would rotate generated credentials")
@@ -154,11 +154,11 @@ func TestEntryRefusals(t *testing.T) {
 
 	// A parent stack that has no outputs (never brought up) is a parent error.
 	m2 := &entryMocks{Mocks: pulumitest.Mocks{Stack: "tenant.tfrs-system.acme"}, parents: map[string]resource.PropertyMap{}}
-	cfg, _ := json.Marshal(map[string]string{runner.ConfigObject: tenantDoc})
+	cfg, _ := json.Marshal(map[string]string{kinds.ConfigObject: tenantDoc})
 	t.Setenv(pulumi.EnvConfig, string(cfg))
 	t.Setenv(pulumi.EnvDryRun, "true")
 	err = pulumi.RunErr(run, pulumi.WithMocks("tfrs", "tenant.tfrs-system.acme", m2))
-	require.ErrorIs(t, err, runner.ErrParentNotReady)
+	require.ErrorIs(t, err, kinds.ErrParentNotReady)
 }
 
 // The project file parses, declares project tfrs with the Go runtime, and points main at this
@@ -169,5 +169,5 @@ func TestPulumiYAML(t *testing.T) {
 	require.Equal(t, "tfrs", string(p.Name))
 	require.Equal(t, "go", p.Runtime.Name())
 	require.Equal(t, "./cmd/pulumi-program", p.Main)
-	require.Contains(t, p.Config, runner.ConfigObject)
+	require.Contains(t, p.Config, kinds.ConfigObject)
 }

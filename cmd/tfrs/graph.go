@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 
-	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -50,7 +50,7 @@ func runGraph(ctx context.Context, args []string) error {
 		defer closeRunner()
 	}
 	for _, p := range objs {
-		g, err := graphOf(p.obj)
+		g, err := kinds.Graph(p.obj)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.target, err)
 		}
@@ -79,27 +79,13 @@ func graphWriter(format string) (func(*stacks.Graph, io.Writer, map[string]strin
 	return nil, fmt.Errorf("%w: -o must be mermaid, dot or json, not %q", errUsage, format)
 }
 
-// graphOf runs obj's program under mocks and returns the graph it registers (obj is
-// defaulted and validated by loadObjects).
-func graphOf(obj runner.Object) (*stacks.Graph, error) {
-	switch x := obj.(type) {
-	case *v1alpha1.TFRCluster:
-		return stacks.ClusterGraph(x)
-	case *v1alpha1.TFRTenant:
-		return stacks.TenantGraph(x)
-	case *v1alpha1.TFRServer:
-		return stacks.ServerGraph(x)
-	}
-	return nil, fmt.Errorf("graph: unsupported object %T", obj)
-}
-
 // liveStates previews the object's stacks (a preview changes nothing) and reads each
 // component's state from it. A stack that was never brought up shows every component as not
 // created; a parent that is not up yet is reported as such on every node.
 func liveStates(ctx context.Context, rn *runner.Runner, p prepared) (map[string]string, error) {
 	out, err := rn.Preview(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI})
-	if errors.Is(err, runner.ErrParentNotReady) {
-		g, gerr := graphOf(p.obj)
+	if errors.Is(err, kinds.ErrParentNotReady) {
+		g, gerr := kinds.Graph(p.obj)
 		if gerr != nil {
 			return nil, gerr
 		}

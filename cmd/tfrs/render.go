@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -97,7 +98,7 @@ func runRender(ctx context.Context, args []string) error {
 
 // renderStack is the stack whose objects an object renders: a personal tenant's own stack
 // registers no Kubernetes object, its job type's shared stack does.
-func renderStack(t runner.Target) string {
+func renderStack(t kinds.Target) string {
 	if t.Shared != "" {
 		return t.Shared
 	}
@@ -156,7 +157,7 @@ func (p *renderParents) Cluster(ctx context.Context, stack string) (stacks.Tenan
 // Tenant gives a server the outputs of its tenant rendered in this run.
 func (p *renderParents) Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error) {
 	if !p.rendered[stack] {
-		return stacks.TenantOutputs{}, &runner.ParentError{Stack: stack, Reason: "render needs the server's TFRTenant in the same files"}
+		return stacks.TenantOutputs{}, &kinds.ParentError{Stack: stack, Reason: "render needs the server's TFRTenant in the same files"}
 	}
 	out, err := p.eng.Outputs(ctx, stack)
 	if err != nil {

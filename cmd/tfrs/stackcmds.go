@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -140,8 +142,8 @@ var openRunner = func(ctx context.Context, f *stackFlags) (*runner.Runner, func(
 
 // prepared is one object of a run, defaulted and validated.
 type prepared struct {
-	obj    runner.Object
-	target runner.Target
+	obj    v1alpha1.Object
+	target kinds.Target
 }
 
 // loadObjects decodes every file, validates every object (so a typo in the last document fails
@@ -156,7 +158,7 @@ func loadObjects(files []string, reverse bool) ([]prepared, error) {
 			return nil, err
 		}
 		for _, o := range objs {
-			t, obj, err := runner.Prepare(o)
+			t, obj, err := kinds.Prepare(o)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s %s: %w", file, o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
 			}
@@ -179,23 +181,15 @@ func loadObjects(files []string, reverse bool) ([]prepared, error) {
 	return out, nil
 }
 
-func level(k runner.Kind) int {
-	switch k {
-	case runner.KindCluster:
-		return 0
-	case runner.KindTenant:
-		return 1
-	default:
-		return 2
-	}
-}
+// level orders kinds parents first (v1alpha1.Kinds).
+func level(k v1alpha1.Kind) int { return slices.Index(v1alpha1.Kinds, k) }
 
 // refuseDestroyingData stops a guarded destroy of a tenant whose deletionPolicy is Delete:
 // under Retain the data objects stay in the cluster, under Delete they go with the stack.
 func refuseDestroyingData(objs []prepared) error {
 	var names []string
 	for _, p := range objs {
-		if t, ok := p.obj.(*v1alpha1.TFRTenant); ok && t.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
+		if p.obj.DataDeletionPolicy() == v1alpha1.DeletionDelete {
 			names = append(names, p.target.String())
 		}
 	}
@@ -272,13 +266,13 @@ func (s *stackRun) one(ctx context.Context, p prepared, pending map[string]bool)
 	rep := report(out, p, s.op, err)
 	// A preview of a child whose parent this same run creates or changes cannot run yet: the
 	// parent's outputs do not exist. That is pending work, not an error.
-	if s.op == engine.OpPreview && errors.Is(err, runner.ErrParentNotReady) && pending[p.target.Parent] {
+	if s.op == engine.OpPreview && errors.Is(err, kinds.ErrParentNotReady) && pending[p.target.Parent] {
 		rep.Error = ""
 		rep.Skipped = fmt.Sprintf("waits for %s %s (stack %s), which this preview creates or changes; it is previewed once that is up", p.target.ParentKind, p.target.ParentName, p.target.Parent)
 		return rep, nil
 	}
 	if s.op == engine.OpDestroy {
-		if t, ok := p.obj.(*v1alpha1.TFRTenant); ok && t.Spec.DeletionPolicy != v1alpha1.DeletionDelete {
+		if dp := p.obj.DataDeletionPolicy(); dp != "" && dp != v1alpha1.DeletionDelete {
 			rep.MarkRetained()
 		}
 	}
@@ -307,7 +301,7 @@ func writeReports(w io.Writer, format string, reports []*diff.Report, objs []pre
 		graphs := map[string]*stacks.Graph{}
 		for _, p := range objs {
 			// A kind without a graph yet just gets no picture; the diff is what matters.
-			if g, err := graphOf(p.obj); err == nil {
+			if g, err := kinds.Graph(p.obj); err == nil {
 				graphs[p.target.Stack] = g
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -166,7 +167,7 @@ func TestPreviewUpOrderAndPendingChildren(t *testing.T) {
 	require.Equal(t, []string{"preview " + testCluster}, f.recorded())
 	doc := parseDoc(t, out)
 	require.Len(t, doc.Reports, 2)
-	require.Equal(t, runner.KindCluster, doc.Reports[0].Target.Kind, "clusters first, whatever the file order")
+	require.Equal(t, v1alpha1.KindTFRCluster, doc.Reports[0].Target.Kind, "clusters first, whatever the file order")
 	require.Contains(t, doc.Reports[1].Skipped, "waits for TFRCluster dev")
 	require.Empty(t, doc.Reports[1].Error)
 

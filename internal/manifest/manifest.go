@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 )
@@ -29,9 +28,9 @@ var codecs = func() serializer.CodecFactory {
 
 // Decode returns every TFRS object in r, in document order. Empty documents are skipped; a
 // document of another group or kind is an error naming its position.
-func Decode(r io.Reader) ([]client.Object, error) {
+func Decode(r io.Reader) ([]v1alpha1.Object, error) {
 	rd := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	var out []client.Object
+	var out []v1alpha1.Object
 	for i := 1; ; i++ {
 		doc, err := rd.Read()
 		if errors.Is(err, io.EOF) {
@@ -47,7 +46,7 @@ func Decode(r io.Reader) ([]client.Object, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
-		co, ok := obj.(client.Object)
+		co, ok := obj.(v1alpha1.Object)
 		if !ok {
 			return nil, fmt.Errorf("document %d: %T is not a TFRS resource", i, obj)
 		}
@@ -56,7 +55,7 @@ func Decode(r io.Reader) ([]client.Object, error) {
 }
 
 // DecodeFile is Decode on a file, with the file name in errors.
-func DecodeFile(path string) ([]client.Object, error) {
+func DecodeFile(path string) ([]v1alpha1.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

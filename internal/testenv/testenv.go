@@ -33,7 +33,7 @@ const RegistryPassword = "registry-pass-e2e"
 func StandInCluster(name string) *v1alpha1.TFRCluster {
 	root := StandIns("cluster")
 	tc := &v1alpha1.TFRCluster{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindTFRCluster},
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: string(v1alpha1.KindTFRCluster)},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.TFRClusterSpec{
 			Domain:  "tfrobot.test",
@@ -58,7 +58,7 @@ func StandInCluster(name string) *v1alpha1.TFRCluster {
 func StandInTenant(namespace, name, cluster string) *v1alpha1.TFRTenant {
 	root := filepath.Join(StandIns("tenant"), "charts")
 	tt := &v1alpha1.TFRTenant{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindTFRTenant},
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: string(v1alpha1.KindTFRTenant)},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec:       v1alpha1.TFRTenantSpec{ClusterRef: cluster, Type: v1alpha1.TenantEnterprise, Namespace: name},
 	}

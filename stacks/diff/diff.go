@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
@@ -42,7 +43,7 @@ type Change struct {
 
 // Report is what one operation on one object changes (or would change).
 type Report struct {
-	Target runner.Target `json:"target"`
+	Target kinds.Target `json:"target"`
 	// Operation is preview, up, refresh or destroy.
 	Operation engine.OpKind `json:"operation"`
 	// Summary counts every step by op, unchanged ("same") ones included.

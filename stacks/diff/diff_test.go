@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -53,8 +55,8 @@ func tenantPreview() *runner.Outcome {
 		{URN: urn(s, "tfrs:tenant:TFRobotFront$kubernetes:apps/v1:Deployment", "tfrobot-front"), Type: "kubernetes:apps/v1:Deployment", Op: engine.StepCreate},
 	}
 	return &runner.Outcome{
-		Target: runner.Target{Kind: runner.KindTenant, Namespace: "tfrs-system", Name: "acme", Stack: s,
-			Parent: clusterStack, ParentKind: runner.KindCluster, ParentName: "dev"},
+		Target: kinds.Target{Kind: v1alpha1.KindTFRTenant, Namespace: "tfrs-system", Name: "acme", Stack: s,
+			Parent: clusterStack, ParentKind: v1alpha1.KindTFRCluster, ParentName: "dev"},
 		Stacks: []runner.StackResult{{Stack: s, Result: &engine.Result{Stack: s, Operation: engine.OpPreview, Steps: steps}}},
 	}
 }
@@ -63,7 +65,7 @@ func tenantPreview() *runner.Outcome {
 func clusterPreview() *runner.Outcome {
 	s := clusterStack
 	return &runner.Outcome{
-		Target: runner.Target{Kind: runner.KindCluster, Name: "dev", Stack: s},
+		Target: kinds.Target{Kind: v1alpha1.KindTFRCluster, Name: "dev", Stack: s},
 		Stacks: []runner.StackResult{{Stack: s, Result: &engine.Result{Stack: s, Operation: engine.OpPreview, Steps: []engine.Step{
 			{URN: urn(s, "pulumi:pulumi:Stack", "tfrs-"+s), Type: "pulumi:pulumi:Stack", Op: engine.StepSame},
 			{URN: urn(s, "tfrs:cluster:Istio", "istio"), Type: "tfrs:cluster:Istio", Op: engine.StepSame},
@@ -214,7 +216,7 @@ func TestAppliedAndSkipped(t *testing.T) {
 	require.NoError(t, WriteText(&text, r))
 	require.Contains(t, text.String(), "3 created, 1 updated, 1 replaced, 1 deleted, 7 unchanged")
 
-	skipped := &Report{Target: runner.Target{Kind: runner.KindServer, Namespace: "ns", Name: "bot", Stack: "server.ns.bot"},
+	skipped := &Report{Target: kinds.Target{Kind: v1alpha1.KindTFRServer, Namespace: "ns", Name: "bot", Stack: "server.ns.bot"},
 		Operation: engine.OpPreview, Summary: map[engine.StepOp]int{}, Skipped: "waits for TFRTenant acme, created by this run"}
 	require.True(t, skipped.HasChanges(), "pending work is a change for --detailed-exitcode")
 	var md bytes.Buffer

@@ -12,6 +12,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
@@ -21,30 +22,30 @@ type programFunc = pulumi.RunFunc
 // runFunc runs one stack of an apply (up or preview) with its tags.
 type runFunc func(stack string, prog programFunc, tags map[string]string) error
 
-func (r *Runner) clusterProgram(c *v1alpha1.TFRCluster) programFunc {
-	return stacks.Cluster(stacks.ClusterInput{Cluster: c})
-}
-
-// applyTenant runs a tenant after its cluster is ready. A personal tenant first makes sure its
-// job type's shared stack is up, then runs its own member stack over the shared outputs.
-func (r *Runner) applyTenant(ctx context.Context, t Target, x *v1alpha1.TFRTenant, kind engine.OpKind, run runFunc) error {
-	cl, err := r.opts.Parents.Cluster(ctx, t.Parent)
+// applyObject runs the object's programs (from the program table, kinds.ProgramsOf) once its
+// parent is ready. An object with a shared stack (a personal tenant) first makes sure that
+// stack is up, then runs its own stack over the shared outputs.
+func (r *Runner) applyObject(ctx context.Context, t kinds.Target, obj v1alpha1.Object, kind engine.OpKind, run runFunc) error {
+	progs, err := kinds.ProgramsOf(ctx, t, obj, r.opts.Parents)
 	if err != nil {
-		return t.parentErr(err)
+		return err
 	}
-	if !cl.RabbitMQOperatorReady {
-		return t.parentErr(&ParentError{Stack: t.Parent, Reason: "the cluster's RabbitMQ operator is not ready"})
+	if progs.Wait != nil {
+		return progs.Wait
 	}
-	tags := map[string]string{engine.TagParent: t.Parent}
+	var tags map[string]string
+	if t.Parent != "" {
+		tags = map[string]string{engine.TagParent: t.Parent}
+	}
 	if t.Shared == "" {
-		return run(t.Stack, stacks.Tenant(stacks.TenantInput{Tenant: x, Cluster: cl}), tags)
+		return run(t.Stack, progs.Own(nil), tags)
 	}
-	shared, err := r.sharedOutputs(ctx, t, x, cl, kind, run)
+	shared, err := r.sharedOutputs(ctx, t, obj, progs, kind, run)
 	if err != nil || shared == nil {
 		return err
 	}
 	tags[engine.TagShared] = t.Shared
-	return run(t.Stack, stacks.Tenant(stacks.TenantInput{Tenant: x, Cluster: cl, Shared: shared}), tags)
+	return run(t.Stack, progs.Own(shared), tags)
 }
 
 // sharedOutputs brings a personal job type's shared stack up when this tenant drives it and
@@ -52,31 +53,31 @@ func (r *Runner) applyTenant(ctx context.Context, t Target, x *v1alpha1.TFRTenan
 // live tenant of the job type); otherwise whoever finds it missing or failed. A preview runs
 // a preview of the shared stack instead; if the shared stack does not exist yet there are no
 // outputs to preview the member stack with, and nil is returned.
-func (r *Runner) sharedOutputs(ctx context.Context, t Target, x *v1alpha1.TFRTenant, cl stacks.TenantCluster, kind engine.OpKind, run runFunc) (*stacks.TenantOutputs, error) {
+func (r *Runner) sharedOutputs(ctx context.Context, t kinds.Target, obj v1alpha1.Object, progs *kinds.Programs, kind engine.OpKind, run runFunc) (*stacks.TenantOutputs, error) {
 	st, err := r.eng.Status(ctx, t.Shared)
 	exists := err == nil
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
 		return nil, err
 	}
-	driver := (*v1alpha1.TFRTenant)(nil)
+	drive := false
 	if r.opts.SharedOwner != nil {
-		owner, err := r.opts.SharedOwner(ctx, x.Spec.JobType)
+		owner, err := r.opts.SharedOwner(ctx, progs.JobType)
 		if err != nil {
-			return nil, fmt.Errorf("shared stack owner of job type %q: %w", x.Spec.JobType, err)
+			return nil, fmt.Errorf("shared stack owner of job type %q: %w", progs.JobType, err)
 		}
-		if o, ok := owner.(*v1alpha1.TFRTenant); ok && o != nil && (o.Namespace != x.Namespace || o.Name != x.Name) {
+		if owner != nil && owner.KindName() == obj.KindName() && (owner.GetNamespace() != obj.GetNamespace() || owner.GetName() != obj.GetName()) {
 			if !exists || !st.Ready {
-				return nil, &ParentError{Kind: KindTenant, Name: o.Namespace + "/" + o.Name, Stack: t.Shared,
+				return nil, &kinds.ParentError{Kind: owner.KindName(), Name: owner.GetNamespace() + "/" + owner.GetName(), Stack: t.Shared,
 					Reason: "the job type's shared middleware is brought up by its owner tenant"}
 			}
 		} else {
-			driver = x
+			drive = true
 		}
 	} else if !exists || !st.Ready {
-		driver = x
+		drive = true
 	}
-	if driver != nil {
-		if err := run(t.Shared, stacks.Tenant(stacks.TenantInput{Tenant: driver, Cluster: cl}), map[string]string{engine.TagParent: t.Parent}); err != nil {
+	if drive {
+		if err := run(t.Shared, progs.Shared, map[string]string{engine.TagParent: t.Parent}); err != nil {
 			return nil, err
 		}
 	}
@@ -97,7 +98,7 @@ func (r *Runner) sharedOutputs(ctx context.Context, t Target, x *v1alpha1.TFRTen
 }
 
 // releaseShared destroys a personal job type's shared stack once no member stack refers to it.
-func (r *Runner) releaseShared(ctx context.Context, t Target, _ *v1alpha1.TFRTenant, op Op, out *Outcome) error {
+func (r *Runner) releaseShared(ctx context.Context, t kinds.Target, op Op, out *Outcome) error {
 	members, err := r.stacksTagged(ctx, stackname.LevelTenant+".", engine.TagShared, t.Shared)
 	if err != nil || len(members) > 0 {
 		return err
@@ -105,26 +106,29 @@ func (r *Runner) releaseShared(ctx context.Context, t Target, _ *v1alpha1.TFRTen
 	return r.destroyStack(ctx, t.Shared, op, out)
 }
 
-// applyServer runs a server over its tenant's outputs once the tenant's stack is ready.
-func (r *Runner) applyServer(ctx context.Context, t Target, x *v1alpha1.TFRServer, run runFunc) error {
-	tenant, err := r.opts.Parents.Tenant(ctx, t.Parent)
-	if err != nil {
-		return t.parentErr(err)
-	}
-	return run(t.Stack, stacks.Server(stacks.ServerInput{Server: x, Tenant: tenant}), map[string]string{engine.TagParent: t.Parent})
+// DependentsError refuses to destroy a stack that others still depend on.
+type DependentsError struct {
+	Stack      string
+	Dependents []string
 }
+
+func (e *DependentsError) Error() string {
+	return fmt.Sprintf("stack %s still has %d dependent stack(s): %s; delete them first", e.Stack, len(e.Dependents), strings.Join(e.Dependents, ", "))
+}
+
+// ErrDependentsExist: the stack still has dependents.
+var ErrDependentsExist = errors.New("dependents exist")
+
+// Is makes errors.Is(err, ErrDependentsExist) true.
+func (e *DependentsError) Is(target error) bool { return target == ErrDependentsExist }
 
 // Dependents lists the stacks that name t's stack as their parent (a cluster's tenants and
 // shared stacks, a tenant's servers), read from the backend so every door's stacks count.
-func (r *Runner) Dependents(ctx context.Context, t Target) ([]string, error) {
-	switch t.Kind {
-	case KindCluster:
-		return r.stacksTagged(ctx, stackname.LevelTenant+".", engine.TagParent, t.Stack)
-	case KindTenant:
-		return r.stacksTagged(ctx, stackname.LevelServer+"."+t.Namespace+".", engine.TagParent, t.Stack)
-	default:
-		return nil, nil
+func (r *Runner) Dependents(ctx context.Context, t kinds.Target) ([]string, error) {
+	if t.Children == "" {
+		return nil, nil // no stack can name it as its parent
 	}
+	return r.stacksTagged(ctx, t.Children, engine.TagParent, t.Stack)
 }
 
 // stacksTagged lists the stacks under prefix whose tag key equals value.
@@ -151,22 +155,6 @@ func (r *Runner) stacksTagged(ctx context.Context, prefix, key, value string) ([
 	}
 	sort.Strings(found)
 	return found, nil
-}
-
-// parentErr fills in which parent a ParentError is about.
-func (t Target) parentErr(err error) error {
-	var pe *ParentError
-	if errors.As(err, &pe) && pe.Kind == "" {
-		pe.Kind, pe.Name = t.ParentKind, t.ParentName
-	}
-	return err
-}
-
-// Parents reads what a child program takes from its parent's stack. Each method returns a
-// *ParentError while the parent is missing or not ready.
-type Parents interface {
-	Cluster(ctx context.Context, stack string) (stacks.TenantCluster, error)
-	Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error)
 }
 
 // EngineParents reads parents from their stacks in the engine's backend: a parent is ready
@@ -206,7 +194,7 @@ func (p EngineParents) ready(ctx context.Context, stack string) (program.Outputs
 	defer func() { <-outputs }() // never leave the read running past the caller
 	st, err := p.Engine.Status(ctx, stack)
 	if errors.Is(err, engine.ErrNotFound) {
-		return nil, &ParentError{Stack: stack, Reason: "its stack does not exist yet"}
+		return nil, &kinds.ParentError{Stack: stack, Reason: "its stack does not exist yet"}
 	}
 	if err != nil {
 		return nil, err
@@ -216,7 +204,7 @@ func (p EngineParents) ready(ctx context.Context, stack string) (program.Outputs
 		if st.Last != nil {
 			reason = fmt.Sprintf("its last %s %s", st.Last.Kind, st.Last.Result)
 		}
-		return nil, &ParentError{Stack: stack, Reason: reason}
+		return nil, &kinds.ParentError{Stack: stack, Reason: reason}
 	}
 	rd := <-outputs
 	outputs <- rd // for the deferred drain

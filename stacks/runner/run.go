@@ -18,6 +18,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -48,11 +49,12 @@ type Options struct {
 	// of applying them (the provider's renderYamlToDirectory mode). Use a throwaway backend.
 	RenderDir string
 	// Parents reads parent stacks; nil reads them from the engine (EngineParents).
-	Parents Parents
+	Parents kinds.Parents
 	// SharedOwner, when set, says which personal tenant of a job type drives the job type's
-	// shared stack (the operator passes stacks.SharedStackOwner over its TFRTenant list).
-	// When nil, the shared stack is created with the first tenant's spec and then reused.
-	SharedOwner func(ctx context.Context, jobType string) (Object, error)
+	// shared stack (the operator passes stacks.SharedStackOwner over its TFRTenant list), nil
+	// (never a typed nil) for none. When SharedOwner is nil, the shared stack is created with
+	// the first tenant's spec and then reused.
+	SharedOwner func(ctx context.Context, jobType string) (v1alpha1.Object, error)
 }
 
 // Runner runs the stack operations of custom resources. Safe for concurrent use.
@@ -95,7 +97,7 @@ type StackResult struct {
 // Outcome is the result of an operation on one object: one entry per stack it ran on, in
 // order (a personal tenant's shared stack comes before its own).
 type Outcome struct {
-	Target Target        `json:"target"`
+	Target kinds.Target  `json:"target"`
 	Stacks []StackResult `json:"stacks"`
 }
 
@@ -148,18 +150,18 @@ func (o *Outcome) add(stack string, res *engine.Result) {
 }
 
 // Up creates or updates the object's stacks after its parent is ready.
-func (r *Runner) Up(ctx context.Context, obj Object, op Op) (*Outcome, error) {
+func (r *Runner) Up(ctx context.Context, obj v1alpha1.Object, op Op) (*Outcome, error) {
 	return r.apply(ctx, obj, op, engine.OpUp)
 }
 
 // Preview reports what Up would change, without changing anything.
-func (r *Runner) Preview(ctx context.Context, obj Object, op Op) (*Outcome, error) {
+func (r *Runner) Preview(ctx context.Context, obj v1alpha1.Object, op Op) (*Outcome, error) {
 	return r.apply(ctx, obj, op, engine.OpPreview)
 }
 
 // Refresh reads the object's resources back from the cluster into its stack.
-func (r *Runner) Refresh(ctx context.Context, obj Object, op Op) (*Outcome, error) {
-	t, obj, err := r.prepare(obj)
+func (r *Runner) Refresh(ctx context.Context, obj v1alpha1.Object, op Op) (*Outcome, error) {
+	t, _, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -172,8 +174,8 @@ func (r *Runner) Refresh(ctx context.Context, obj Object, op Op) (*Outcome, erro
 	return out, err
 }
 
-func (r *Runner) apply(ctx context.Context, obj Object, op Op, kind engine.OpKind) (*Outcome, error) {
-	t, obj, err := r.prepare(obj)
+func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind engine.OpKind) (*Outcome, error) {
+	t, obj, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -203,14 +205,7 @@ func (r *Runner) apply(ctx context.Context, obj Object, op Op, kind engine.OpKin
 		out.add(stack, res)
 		return err
 	}
-	switch x := obj.(type) {
-	case *v1alpha1.TFRCluster:
-		err = run(t.Stack, r.clusterProgram(x), nil)
-	case *v1alpha1.TFRTenant:
-		err = r.applyTenant(ctx, t, x, kind, run)
-	case *v1alpha1.TFRServer:
-		err = r.applyServer(ctx, t, x, run)
-	}
+	err = r.applyObject(ctx, t, obj, kind, run)
 	if derr := doorErr(); derr != nil {
 		return nil, derr
 	}
@@ -220,8 +215,8 @@ func (r *Runner) apply(ctx context.Context, obj Object, op Op, kind engine.OpKin
 // Destroy deletes the object's resources (the tenant's deletion policy decides what stateful
 // data survives) and removes its stack. A parent with dependents is refused with
 // ErrDependentsExist; nothing is touched then.
-func (r *Runner) Destroy(ctx context.Context, obj Object, op Op) (*Outcome, error) {
-	t, obj, err := r.prepare(obj)
+func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outcome, error) {
+	t, _, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -239,8 +234,8 @@ func (r *Runner) Destroy(ctx context.Context, obj Object, op Op) (*Outcome, erro
 	if err := r.destroyStack(ctx, t.Stack, op, out); err != nil {
 		return out, err
 	}
-	if x, ok := obj.(*v1alpha1.TFRTenant); ok && t.Shared != "" {
-		err = r.releaseShared(ctx, t, x, op, out)
+	if t.Shared != "" {
+		err = r.releaseShared(ctx, t, op, out)
 	}
 	return out, err
 }
@@ -288,30 +283,4 @@ func (r *Runner) config() map[string]engine.ConfigValue {
 		cfg[ConfigRenderDir] = engine.ConfigValue{Value: r.opts.RenderDir}
 	}
 	return cfg
-}
-
-// checkDoor refuses a mutation of a stack that another door manages: a stack the operator
-// manages has a CR as its source of truth, and only the operator changes it; the operator in
-// turn never takes over a stack made over HTTP or by the CLI (a CR of the same name would
-// otherwise silently overwrite it). The HTTP API and the CLI may both change each other's
-// stacks. A stack that does not exist yet is free.
-func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.ManagedBy) error {
-	if door == "" {
-		return nil
-	}
-	tags, err := r.eng.Tags(ctx, stack) // one CLI process; Status would read the history too
-	if errors.Is(err, engine.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	owner := engine.ManagedBy(tags[engine.TagManagedBy])
-	if owner == "" || owner == door {
-		return nil
-	}
-	if owner == engine.ManagedByOperator || door == engine.ManagedByOperator {
-		return &ManagedElsewhereError{Stack: stack, ManagedBy: owner}
-	}
-	return nil
 }

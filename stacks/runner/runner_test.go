@@ -15,6 +15,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -213,8 +214,8 @@ func TestInvalidSpecRunsNothing(t *testing.T) {
 		"destroy": func() (*Outcome, error) { return r.Destroy(context.Background(), bad, operatorOp) },
 	} {
 		_, err := call()
-		require.ErrorIs(t, err, ErrInvalid, name)
-		var ie *InvalidError
+		require.ErrorIs(t, err, kinds.ErrInvalid, name)
+		var ie *kinds.InvalidError
 		require.ErrorAs(t, err, &ie)
 		assert.Contains(t, err.Error(), "spec.clusterRef", name)
 		assert.Contains(t, err.Error(), "spec.deletionPolicy", name)
@@ -226,21 +227,21 @@ func TestTenantWaitsForCluster(t *testing.T) {
 	f := newFake()
 	r := New(f, Options{})
 	_, err := r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
-	var pe *ParentError
+	var pe *kinds.ParentError
 	require.ErrorAs(t, err, &pe)
-	assert.ErrorIs(t, err, ErrParentNotReady)
-	assert.Equal(t, KindCluster, pe.Kind)
+	assert.ErrorIs(t, err, kinds.ErrParentNotReady)
+	assert.Equal(t, v1alpha1.KindTFRCluster, pe.Kind)
 	assert.Equal(t, "main", pe.Name)
 	assert.Contains(t, err.Error(), "does not exist")
 
 	f.put("cluster.main", false, nil)
 	_, err = r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
-	require.ErrorIs(t, err, ErrParentNotReady)
+	require.ErrorIs(t, err, kinds.ErrParentNotReady)
 
 	f.put("cluster.main", true, nil)
 	f.stacks["cluster.main"].outputs[stacks.ClusterOutputRabbitMQOperatorReady] = program.NewOutput(false, false)
 	_, err = r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
-	require.ErrorIs(t, err, ErrParentNotReady)
+	require.ErrorIs(t, err, kinds.ErrParentNotReady)
 	assert.Contains(t, err.Error(), "RabbitMQ operator")
 	assert.Empty(t, f.calls, "nothing runs while the parent is not ready")
 }
@@ -331,13 +332,13 @@ func TestSharedOwnerDrivesTheSharedStack(t *testing.T) {
 	f := newFake()
 	f.put("cluster.main", true, nil)
 	alice := tenant("alice", v1alpha1.TenantPersonal)
-	owner := func(context.Context, string) (Object, error) { return alice, nil }
+	owner := func(context.Context, string) (v1alpha1.Object, error) { return alice, nil }
 	r := New(f, Options{SharedOwner: owner})
 	ctx := context.Background()
 
 	// Bob is not the owner: he waits for the shared stack instead of creating it.
 	_, err := r.Up(ctx, tenant("bob", v1alpha1.TenantPersonal), operatorOp)
-	var pe *ParentError
+	var pe *kinds.ParentError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, pe.Name, "alice")
 	assert.Empty(t, f.calls)
@@ -371,9 +372,9 @@ func TestServerWaitsForTenant(t *testing.T) {
 	f := newFake()
 	r := New(f, Options{})
 	_, err := r.Up(context.Background(), server("s1"), operatorOp)
-	var pe *ParentError
+	var pe *kinds.ParentError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, KindTenant, pe.Kind)
+	assert.Equal(t, v1alpha1.KindTFRTenant, pe.Kind)
 	assert.Equal(t, "acme", pe.Name)
 	assert.Equal(t, "tenant.team.acme", pe.Stack)
 	assert.Empty(t, f.calls)
@@ -384,7 +385,7 @@ func TestServerWaitsForTenant(t *testing.T) {
 	if err != nil {
 		// Until the server program lands its error surfaces here; the runner's part (the
 		// request) is what this test checks.
-		require.NotErrorIs(t, err, ErrParentNotReady)
+		require.NotErrorIs(t, err, kinds.ErrParentNotReady)
 	}
 	assert.Equal(t, []string{"up server.team.s1"}, f.calls)
 	assert.Equal(t, "tenant.team.acme", f.reqs["up server.team.s1"].Tags[engine.TagParent])

@@ -61,6 +61,46 @@ func Server(namespace, name string) (string, error) {
 	return namespaced(LevelServer, namespace, name)
 }
 
+// Of names the stack of an object of level from its namespace and name (a cluster has no
+// namespace): Cluster, Tenant or Server by level, for code that holds a level rather than an
+// object (the HTTP API naming a stack from its URL).
+func Of(level, namespace, name string) (string, error) {
+	if level == LevelCluster {
+		return Cluster(name)
+	}
+	return namespaced(level, namespace, name)
+}
+
+// Prefix is the name prefix of the stacks of level in namespace, or in every namespace when
+// namespace is "" (for listing a collection, or a parent's dependents).
+func Prefix(level, namespace string) string {
+	if namespace == "" {
+		return level + "."
+	}
+	return level + "." + namespace + "."
+}
+
+// PersonalNamespacePrefix prefixes the job type to name a personal tenant's shared namespace;
+// the job type's shared stack is named after that namespace.
+const PersonalNamespacePrefix = "personal-"
+
+// personalShared is the last part of a personal job type's shared stack name: a leading '_'
+// is not a DNS-1123 character, so no TFRTenant's own stack can take that name.
+const personalShared = "_shared"
+
+// PersonalShared names the stack that owns the namespace and middleware shared by the personal
+// tenants of jobType: tenant.personal-<jobType>._shared.
+func PersonalShared(jobType string) (string, error) {
+	if jobType == "" {
+		return "", fmt.Errorf("%w: empty job type", ErrInvalid)
+	}
+	name := LevelTenant + "." + PersonalNamespacePrefix + jobType + "." + personalShared
+	if err := Validate(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
 func namespaced(level, namespace, name string) (string, error) {
 	if len(namespace) > 63 || !dnsLabel.MatchString(namespace) {
 		return "", fmt.Errorf("%w: namespace %q is not a DNS-1123 label", ErrInvalid, namespace)

@@ -54,3 +54,35 @@ func TestValidateStackName(t *testing.T) {
 		assert.ErrorIs(t, Validate(bad), ErrInvalid, bad)
 	}
 }
+
+func TestPersonalShared(t *testing.T) {
+	n, err := PersonalShared("chat")
+	require.NoError(t, err)
+	assert.Equal(t, "tenant.personal-chat._shared", n)
+	assert.NoError(t, Validate(n))
+	_, err = PersonalShared("")
+	assert.ErrorIs(t, err, ErrInvalid)
+	_, err = PersonalShared("a b")
+	assert.ErrorIs(t, err, ErrInvalid)
+}
+
+func TestOfAndPrefix(t *testing.T) {
+	for _, tc := range []struct{ level, ns, name, want string }{
+		{LevelCluster, "", "prod", "cluster.prod"},
+		{LevelCluster, "ignored", "prod", "cluster.prod"},
+		{LevelTenant, "team-a", "acme", "tenant.team-a.acme"},
+		{LevelServer, "team-a", "bot", "server.team-a.bot"},
+	} {
+		n, err := Of(tc.level, tc.ns, tc.name)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, n)
+		if tc.level != LevelCluster {
+			assert.True(t, strings.HasPrefix(n, Prefix(tc.level, tc.ns)), n)
+		}
+	}
+	_, err := Of(LevelTenant, "", "acme")
+	assert.ErrorIs(t, err, ErrInvalid, "a namespaced level needs a namespace")
+	assert.Equal(t, "cluster.", Prefix(LevelCluster, ""))
+	assert.Equal(t, "tenant.", Prefix(LevelTenant, ""))
+	assert.Equal(t, "server.ns.", Prefix(LevelServer, "ns"))
+}

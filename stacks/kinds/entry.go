@@ -1,7 +1,7 @@
-package runner
+package kinds
 
 // The program of one stack, for a process that the stock Pulumi CLI runs (the project's
-// Pulumi.yaml entry) rather than the engine: the same stacks programs the Runner drives,
+// Pulumi.yaml entry) rather than the engine: the same stacks programs the runner drives,
 // picked by the object's kind and the running stack's name, with parent outputs read through
 // stack references to the parent stacks in the same backend.
 
@@ -27,7 +27,7 @@ const ConfigObject = "tfrs:object"
 // stack. The running stack (ctx.Stack()) must be one of obj's stacks, so a document
 // configured on the wrong stack fails instead of overwriting it. Parents come from parents,
 // or when nil from stack references (StackReferences). obj is validated first.
-func Program(obj Object, parents Parents) (pulumi.RunFunc, error) {
+func Program(obj v1alpha1.Object, parents Parents) (pulumi.RunFunc, error) {
 	t, obj, err := Prepare(obj)
 	if err != nil {
 		return nil, err
@@ -46,47 +46,31 @@ func Program(obj Object, parents Parents) (pulumi.RunFunc, error) {
 }
 
 // programFor picks the program of stack for the prepared object t/obj.
-func programFor(ctx context.Context, t Target, obj Object, stack string, p Parents) (pulumi.RunFunc, error) {
-	switch x := obj.(type) {
-	case *v1alpha1.TFRCluster:
-		if sameStack(stack, t.Stack) {
-			return stacks.Cluster(stacks.ClusterInput{Cluster: x}), nil
+func programFor(ctx context.Context, t Target, obj v1alpha1.Object, stack string, p Parents) (pulumi.RunFunc, error) {
+	own, shared := sameStack(stack, t.Stack), t.Shared != "" && sameStack(stack, t.Shared)
+	if !own && !shared {
+		want := t.Stack
+		if t.Shared != "" {
+			want += " or " + t.Shared
 		}
-	case *v1alpha1.TFRTenant:
-		own, shared := sameStack(stack, t.Stack), t.Shared != "" && sameStack(stack, t.Shared)
-		if !own && !shared {
-			break
-		}
-		cl, err := p.Cluster(ctx, t.Parent)
-		if err != nil {
-			return nil, t.parentErr(err)
-		}
-		in := stacks.TenantInput{Tenant: x, Cluster: cl}
-		if own && t.Shared != "" {
-			// A personal tenant's own stack re-exports its job type's shared stack.
-			out, err := p.Tenant(ctx, t.Shared)
-			if err != nil {
-				return nil, t.parentErr(err)
-			}
-			in.Shared = &out
-		}
-		return stacks.Tenant(in), nil
-	case *v1alpha1.TFRServer:
-		if sameStack(stack, t.Stack) {
-			tenant, err := p.Tenant(ctx, t.Parent)
-			if err != nil {
-				return nil, t.parentErr(err)
-			}
-			return stacks.Server(stacks.ServerInput{Server: x, Tenant: tenant}), nil
-		}
-	default:
-		return nil, fmt.Errorf("runner: unsupported object type %T", obj)
+		return nil, fmt.Errorf("stack %s does not belong to %s: its stack is %s; select that stack or fix the %s config", stack, t, want, ConfigObject)
 	}
-	want := t.Stack
-	if t.Shared != "" {
-		want += " or " + t.Shared
+	progs, err := ProgramsOf(ctx, t, obj, p)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("stack %s does not belong to %s: its stack is %s; select that stack or fix the %s config", stack, t, want, ConfigObject)
+	if shared {
+		return progs.Shared, nil
+	}
+	if t.Shared == "" {
+		return progs.Own(nil), nil
+	}
+	// A personal tenant's own stack re-exports its job type's shared stack.
+	out, err := p.Tenant(ctx, t.Shared)
+	if err != nil {
+		return nil, t.parentErr(err)
+	}
+	return progs.Own(&out), nil
 }
 
 // sameStack compares a running stack name, which the CLI may qualify as org/project/stack,
@@ -96,7 +80,7 @@ func sameStack(running, name string) bool {
 }
 
 // StackReferences reads parents through stack references of the running program, from the
-// same backend the program runs against. Unlike EngineParents it cannot see a parent's
+// same backend the program runs against. Unlike runner.EngineParents it cannot see a parent's
 // history, so it does not check that the parent's last update succeeded; a parent that does
 // not exist fails the reference.
 func StackReferences(ctx *pulumi.Context) Parents { return stackRefParents{ctx: ctx} }

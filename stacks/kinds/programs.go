@@ -1,0 +1,126 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks"
+)
+
+// Parents reads what a child program takes from its parent's stack. Each method returns a
+// *ParentError while the parent is missing or not ready.
+type Parents interface {
+	Cluster(ctx context.Context, stack string) (stacks.TenantCluster, error)
+	Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error)
+}
+
+// Programs are the programs of one prepared object's stacks (its Target), over the outputs
+// of its parent.
+type Programs struct {
+	// Own is the program of the object's own stack. shared is the outputs of the object's
+	// shared stack, which a personal tenant's own stack re-exports; nil when the object has
+	// no shared stack.
+	Own func(shared *stacks.TenantOutputs) pulumi.RunFunc
+	// Shared is the program of the object's shared stack (Target.Shared), nil when it has
+	// none; JobType is the job type whose personal tenants share that stack.
+	Shared  pulumi.RunFunc
+	JobType string
+	// Wait is set when the parent's stack is up but its outputs say it cannot take the object
+	// yet (a cluster whose RabbitMQ operator is not ready): a *ParentError the runner waits on
+	// before running anything. Program (the stock-CLI entry) leaves it to the programs: the
+	// one that needs the parent's part refuses to run without it.
+	Wait error
+}
+
+// ProgramsOf reads the parent outputs the programs of t/obj (from Prepare) consume through
+// p and returns the programs.
+func ProgramsOf(ctx context.Context, t Target, obj v1alpha1.Object, p Parents) (*Programs, error) {
+	k, err := programOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	return k.programs(ctx, t, p)
+}
+
+// Graph runs obj's program under mocks (no engine, no cluster) and returns the component
+// graph it registers; obj is defaulted and validated first by the caller (Prepare).
+func Graph(obj v1alpha1.Object) (*stacks.Graph, error) {
+	k, err := programOf(obj)
+	if err != nil {
+		return nil, fmt.Errorf("graph: unsupported object %T", obj)
+	}
+	return k.graph()
+}
+
+// kindPrograms is one kind's row of the program table.
+type kindPrograms interface {
+	programs(ctx context.Context, t Target, p Parents) (*Programs, error)
+	graph() (*stacks.Graph, error)
+}
+
+// programOf is the program table: the one dispatch on the concrete kind in tfrs. A new kind
+// gets a row here and implements v1alpha1.Object; nothing else switches on kinds.
+func programOf(obj v1alpha1.Object) (kindPrograms, error) {
+	switch x := obj.(type) {
+	case *v1alpha1.TFRCluster:
+		return clusterPrograms{x}, nil
+	case *v1alpha1.TFRTenant:
+		return tenantPrograms{x}, nil
+	case *v1alpha1.TFRServer:
+		return serverPrograms{x}, nil
+	}
+	return nil, fmt.Errorf("runner: unsupported object type %T", obj)
+}
+
+// clusterPrograms: a cluster's one stack reads no parent.
+type clusterPrograms struct{ x *v1alpha1.TFRCluster }
+
+func (k clusterPrograms) programs(context.Context, Target, Parents) (*Programs, error) {
+	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
+		return stacks.Cluster(stacks.ClusterInput{Cluster: k.x})
+	}}, nil
+}
+
+func (k clusterPrograms) graph() (*stacks.Graph, error) { return stacks.ClusterGraph(k.x) }
+
+// tenantPrograms: a tenant reads its cluster's stack. A personal tenant also has its job
+// type's shared stack, which owns the middleware; its own stack re-exports the shared outputs.
+type tenantPrograms struct{ x *v1alpha1.TFRTenant }
+
+func (k tenantPrograms) programs(ctx context.Context, t Target, p Parents) (*Programs, error) {
+	cl, err := p.Cluster(ctx, t.Parent)
+	if err != nil {
+		return nil, t.parentErr(err)
+	}
+	progs := &Programs{Own: func(shared *stacks.TenantOutputs) pulumi.RunFunc {
+		return stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl, Shared: shared})
+	}}
+	if !cl.RabbitMQOperatorReady {
+		progs.Wait = t.parentErr(&ParentError{Stack: t.Parent, Reason: "the cluster's RabbitMQ operator is not ready"})
+	}
+	if t.Shared != "" {
+		progs.Shared = stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl})
+		progs.JobType = k.x.Spec.JobType
+	}
+	return progs, nil
+}
+
+func (k tenantPrograms) graph() (*stacks.Graph, error) { return stacks.TenantGraph(k.x) }
+
+// serverPrograms: a server reads its tenant's stack.
+type serverPrograms struct{ x *v1alpha1.TFRServer }
+
+func (k serverPrograms) programs(ctx context.Context, t Target, p Parents) (*Programs, error) {
+	tenant, err := p.Tenant(ctx, t.Parent)
+	if err != nil {
+		return nil, t.parentErr(err)
+	}
+	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
+		return stacks.Server(stacks.ServerInput{Server: k.x, Tenant: tenant})
+	}}, nil
+}
+
+func (k serverPrograms) graph() (*stacks.Graph, error) { return stacks.ServerGraph(k.x) }

@@ -1,0 +1,54 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+// ErrManagedElsewhere: the stack is managed by another door.
+var ErrManagedElsewhere = errors.New("stack managed by another door")
+
+// ManagedElsewhereError refuses a mutation through the wrong door.
+type ManagedElsewhereError struct {
+	Stack     string
+	ManagedBy engine.ManagedBy
+}
+
+func (e *ManagedElsewhereError) Error() string {
+	if e.ManagedBy == engine.ManagedByOperator {
+		return fmt.Sprintf("stack %s is managed by the operator: edit the custom resource instead", e.Stack)
+	}
+	return fmt.Sprintf("stack %s is managed by %s, not by the operator: manage it through %s or delete it there first", e.Stack, e.ManagedBy, e.ManagedBy)
+}
+
+// Is makes errors.Is(err, ErrManagedElsewhere) true.
+func (e *ManagedElsewhereError) Is(target error) bool { return target == ErrManagedElsewhere }
+
+// checkDoor refuses a mutation of a stack that another door manages: a stack the operator
+// manages has a CR as its source of truth, and only the operator changes it; the operator in
+// turn never takes over a stack made over HTTP or by the CLI (a CR of the same name would
+// otherwise silently overwrite it). The HTTP API and the CLI may both change each other's
+// stacks. A stack that does not exist yet is free.
+func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.ManagedBy) error {
+	if door == "" {
+		return nil
+	}
+	tags, err := r.eng.Tags(ctx, stack) // one CLI process; Status would read the history too
+	if errors.Is(err, engine.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	owner := engine.ManagedBy(tags[engine.TagManagedBy])
+	if owner == "" || owner == door {
+		return nil
+	}
+	if owner == engine.ManagedByOperator || door == engine.ManagedByOperator {
+		return &ManagedElsewhereError{Stack: stack, ManagedBy: owner}
+	}
+	return nil
+}
