@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -318,7 +319,7 @@ func TestStatusCodes(t *testing.T) {
 	})
 	t.Run("500 is opaque", func(t *testing.T) {
 		h := newHarness(t)
-		h.f.statusErr = errors.New("dial /var/lib/tfrs/secret-internal-path: permission denied")
+		h.f.Hook = enginetest.FailOn(errors.New("dial /var/lib/tfrs/secret-internal-path: permission denied"), "", engine.OpStatus)
 		w := h.admin(http.MethodGet, tenantsPath+"/acme", nil)
 		require.Equal(t, http.StatusInternalServerError, w.Code)
 		p := problemOfResponse(t, w)
