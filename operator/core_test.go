@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -63,7 +64,7 @@ func TestClusterGoesReadyAndResyncRunsNothing(t *testing.T) {
 	require.NotNil(t, st.LastOperation)
 	assert.Equal(t, v1alpha1.OperationSucceeded, st.LastOperation.Result)
 	assert.EqualValues(t, 3, st.LastOperation.Changes.Create)
-	assert.Equal(t, []string{"up cluster.main"}, h.eng.ops())
+	assert.Equal(t, []string{"up cluster.main"}, h.eng.Ops())
 	evs := h.drainEvents()
 	assert.Len(t, evs, 2, "%v", evs)
 	assert.Contains(t, evs[0], "Normal Progressing")
@@ -74,7 +75,7 @@ func TestClusterGoesReadyAndResyncRunsNothing(t *testing.T) {
 	skips := metricValue(resyncSkips.WithLabelValues("TFRCluster"))
 	res := h.reconcile(c)
 	res2 := h.reconcile(c)
-	assert.Equal(t, []string{"up cluster.main"}, h.eng.ops(), "a resync must not run an operation")
+	assert.Equal(t, []string{"up cluster.main"}, h.eng.Ops(), "a resync must not run an operation")
 	assert.Equal(t, skips+2, metricValue(resyncSkips.WithLabelValues("TFRCluster")))
 	assert.Equal(t, 10*time.Minute, res.RequeueAfter)
 	assert.Equal(t, res, res2)
@@ -87,7 +88,7 @@ func TestClusterGoesReadyAndResyncRunsNothing(t *testing.T) {
 	assert.EqualValues(t, 2, c.Status.ObservedGeneration)
 	assert.Equal(t, metav1.ConditionTrue, cond(c, v1alpha1.ConditionReady).Status)
 	assert.EqualValues(t, 2, cond(c, v1alpha1.ConditionReady).ObservedGeneration)
-	assert.Equal(t, []string{"up cluster.main", "up cluster.main"}, h.eng.ops())
+	assert.Equal(t, []string{"up cluster.main", "up cluster.main"}, h.eng.Ops())
 
 	// The reconcile-request annotation runs one up, echoed in status.
 	update(t, h, c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "2026-01-01T12:00:00Z"} })
@@ -95,7 +96,7 @@ func TestClusterGoesReadyAndResyncRunsNothing(t *testing.T) {
 	h.reconcile(c)
 	h.get(c)
 	assert.Equal(t, "2026-01-01T12:00:00Z", c.Status.LastHandledReconcileRequest)
-	assert.Len(t, h.eng.ops(), 3)
+	assert.Len(t, h.eng.Ops(), 3)
 }
 
 func TestInvalidSpecStallsWithoutRunning(t *testing.T) {
@@ -112,8 +113,8 @@ func TestInvalidSpecStallsWithoutRunning(t *testing.T) {
 	assert.Contains(t, stalled.Message, "spec.confzData")
 	assert.Equal(t, metav1.ConditionFalse, cond(s, v1alpha1.ConditionReady).Status)
 	assert.EqualValues(t, 1, s.Status.ObservedGeneration)
-	assert.Empty(t, h.eng.ops(), "no engine run for an invalid spec")
-	assert.Empty(t, h.eng.calls)
+	assert.Empty(t, h.eng.Ops(), "no engine run for an invalid spec")
+	assert.Empty(t, h.eng.Calls())
 	evs := h.drainEvents()
 	require.Len(t, evs, 1)
 	assert.Contains(t, evs[0], "Warning InvalidSpec")
@@ -138,12 +139,12 @@ func TestChildWaitsForParentAndRerunsWhenItsOutputsChange(t *testing.T) {
 		assert.Nil(t, cond(o, v1alpha1.ConditionStalled))
 	}
 	assert.Contains(t, cond(tn, v1alpha1.ConditionReady).Message, "TFRCluster main")
-	assert.Empty(t, h.eng.ops())
+	assert.Empty(t, h.eng.Ops())
 
 	h.settle(c)
 	h.settle(tn)
 	h.settle(s)
-	assert.Equal(t, []string{"up cluster.main", "up tenant.acme.acme", "up server.acme.robot"}, h.eng.ops())
+	assert.Equal(t, []string{"up cluster.main", "up tenant.acme.acme", "up server.acme.robot"}, h.eng.Ops())
 	h.get(c)
 	h.get(tn)
 	assert.Equal(t, c.Status.OutputsDigest, tn.Status.ParentDigest)
@@ -153,14 +154,12 @@ func TestChildWaitsForParentAndRerunsWhenItsOutputsChange(t *testing.T) {
 	for _, o := range []client.Object{c, tn, s} {
 		h.reconcile(o)
 	}
-	assert.Len(t, h.eng.ops(), 3)
+	assert.Len(t, h.eng.Ops(), 3)
 
 	// The cluster's outputs change: its tenant runs again, and then — because the tenant's
 	// outputs changed too — the server.
-	h.eng.mu.Lock()
-	h.eng.stacks["cluster.main"].outputs = program.Outputs{"host": program.NewOutput("moved", false)}
-	h.eng.stacks["tenant.acme.acme"].outputs = program.Outputs{"host": program.NewOutput("moved-too", false)}
-	h.eng.mu.Unlock()
+	h.eng.Edit("cluster.main", func(s *enginetest.Stack) { s.Outputs = program.Outputs{"host": program.NewOutput("moved", false)} })
+	h.eng.Edit("tenant.acme.acme", func(s *enginetest.Stack) { s.Outputs = program.Outputs{"host": program.NewOutput("moved-too", false)} })
 	update(t, h, c, func() {
 		c.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "1"}
 	})
@@ -168,10 +167,10 @@ func TestChildWaitsForParentAndRerunsWhenItsOutputsChange(t *testing.T) {
 	h.settle(tn)
 	h.settle(s)
 	assert.Equal(t, []string{"up cluster.main", "up tenant.acme.acme", "up server.acme.robot",
-		"up cluster.main", "up tenant.acme.acme", "up server.acme.robot"}, h.eng.ops())
+		"up cluster.main", "up tenant.acme.acme", "up server.acme.robot"}, h.eng.Ops())
 	h.settle(tn)
 	h.settle(s)
-	assert.Len(t, h.eng.ops(), 6, "and then nothing more")
+	assert.Len(t, h.eng.Ops(), 6, "and then nothing more")
 }
 
 func TestParentMadeOverHTTPIsReadFromTheEngine(t *testing.T) {
@@ -185,27 +184,27 @@ func TestParentMadeOverHTTPIsReadFromTheEngine(t *testing.T) {
 	assert.Contains(t, r.Message, "tenant.acme.acme")
 	res := h.reconcile(s)
 	assert.Equal(t, 10*time.Second, res.RequeueAfter, "a missing parent stack is polled, not retried at once")
-	assert.Empty(t, h.eng.ops(), "the runner found the parent missing before any up")
+	assert.Empty(t, h.eng.Ops(), "the runner found the parent missing before any up")
 
-	h.eng.put("tenant.acme.acme", engine.ManagedByAPI, nil, program.Outputs{"host": program.NewOutput("a", false)})
+	h.put("tenant.acme.acme", engine.ManagedByAPI, nil, program.Outputs{"host": program.NewOutput("a", false)})
 	h.advance(11 * time.Second)
 	h.settle(s)
 	h.get(s)
 	assert.Equal(t, metav1.ConditionTrue, cond(s, v1alpha1.ConditionReady).Status)
-	assert.Len(t, h.eng.ops(), 1)
+	assert.Len(t, h.eng.Ops(), 1)
 	h.reconcile(s)
-	assert.Len(t, h.eng.ops(), 1, "same parent outputs: nothing runs")
+	assert.Len(t, h.eng.Ops(), 1, "same parent outputs: nothing runs")
 
-	h.eng.put("tenant.acme.acme", engine.ManagedByAPI, nil, program.Outputs{"host": program.NewOutput("b", false)})
+	h.put("tenant.acme.acme", engine.ManagedByAPI, nil, program.Outputs{"host": program.NewOutput("b", false)})
 	h.settle(s)
-	assert.Len(t, h.eng.ops(), 2, "the HTTP tenant's outputs changed: the server runs again")
+	assert.Len(t, h.eng.Ops(), 2, "the HTTP tenant's outputs changed: the server runs again")
 }
 
 func TestConflictBacksOffThenConverges(t *testing.T) {
 	c := newCluster("main")
 	h := newHarness(t, c)
 	conflict := &engine.OpError{Op: engine.OpUp, Stack: "cluster.main", Kind: engine.ErrConflict, Detail: "locked by someone@host pid 42"}
-	h.eng.fail("up cluster.main", conflict, conflict)
+	h.eng.Fail("up cluster.main", conflict, conflict)
 
 	res := h.settle(c)
 	h.get(c)
@@ -217,10 +216,10 @@ func TestConflictBacksOffThenConverges(t *testing.T) {
 	assert.Equal(t, 10*time.Second, res.RequeueAfter)
 
 	h.reconcile(c)
-	assert.Len(t, h.eng.ops(), 1, "no retry before the backoff")
+	assert.Len(t, h.eng.Ops(), 1, "no retry before the backoff")
 	h.advance(10 * time.Second)
 	res = h.settle(c)
-	assert.Len(t, h.eng.ops(), 2)
+	assert.Len(t, h.eng.Ops(), 2)
 	assert.Equal(t, 20*time.Second, res.RequeueAfter, "the backoff doubles")
 	assert.Equal(t, 1.0, metricValue(stacksFailing.WithLabelValues("TFRCluster")))
 
@@ -228,7 +227,7 @@ func TestConflictBacksOffThenConverges(t *testing.T) {
 	h.settle(c)
 	h.get(c)
 	assert.Equal(t, metav1.ConditionTrue, cond(c, v1alpha1.ConditionReady).Status)
-	assert.Len(t, h.eng.ops(), 3)
+	assert.Len(t, h.eng.Ops(), 3)
 	assert.Equal(t, 0.0, metricValue(stacksFailing.WithLabelValues("TFRCluster")))
 }
 
@@ -237,7 +236,7 @@ func TestFailureStallsAndRedactsSpecSecrets(t *testing.T) {
 	c.Spec.ImageRegistry = &v1alpha1.ImageRegistrySpec{Credentials: &v1alpha1.RegistryCredentials{
 		Server: "r.example.com", Username: "u", Password: "registry-password-1"}}
 	h := newHarness(t, c)
-	h.eng.fail("up cluster.main", &engine.OpError{Op: engine.OpUp, Stack: "cluster.main", Kind: engine.ErrFailed,
+	h.eng.Fail("up cluster.main", &engine.OpError{Op: engine.OpUp, Stack: "cluster.main", Kind: engine.ErrFailed,
 		Detail: "secret registry-password-1 rejected"})
 	before := metricValue(operationsTotal.WithLabelValues("TFRCluster", "up", "updatefailed"))
 
@@ -257,7 +256,7 @@ func TestFailureStallsAndRedactsSpecSecrets(t *testing.T) {
 func TestStackManagedElsewhereIsNeverTakenOver(t *testing.T) {
 	c := newCluster("main")
 	h := newHarness(t, c)
-	h.eng.put("cluster.main", engine.ManagedByAPI, nil, nil)
+	h.put("cluster.main", engine.ManagedByAPI, nil, nil)
 
 	h.settle(c)
 	h.get(c)
@@ -270,7 +269,7 @@ func TestStackManagedElsewhereIsNeverTakenOver(t *testing.T) {
 	require.NoError(t, h.c.Delete(context.Background(), c))
 	h.settle(c)
 	assert.True(t, apierrors.IsNotFound(h.c.Get(context.Background(), client.ObjectKeyFromObject(c), c)))
-	assert.NotContains(t, strings.Join(h.eng.ops(), ","), "destroy")
+	assert.NotContains(t, strings.Join(h.eng.Ops(), ","), "destroy")
 	_, err := h.eng.Status(context.Background(), "cluster.main")
 	assert.NoError(t, err, "the stack is still there")
 }
@@ -291,7 +290,7 @@ func TestDeleteWaitsForChildrenThenDestroysInOrder(t *testing.T) {
 	assert.Contains(t, r.Message, "TFRTenant acme/acme")
 	assert.Contains(t, c.Finalizers, Finalizer)
 	assert.Equal(t, 10*time.Second, res.RequeueAfter)
-	assert.NotContains(t, strings.Join(h.eng.ops(), ","), "destroy")
+	assert.NotContains(t, strings.Join(h.eng.Ops(), ","), "destroy")
 
 	require.NoError(t, h.c.Delete(ctx, tn))
 	h.settle(tn)
@@ -299,7 +298,7 @@ func TestDeleteWaitsForChildrenThenDestroysInOrder(t *testing.T) {
 	h.settle(c)
 	assert.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(c), c)), "then the cluster")
 	assert.Equal(t, []string{"up cluster.main", "up tenant.acme.acme",
-		"destroy tenant.acme.acme", "remove tenant.acme.acme", "destroy cluster.main", "remove cluster.main"}, h.eng.ops())
+		"destroy tenant.acme.acme", "remove tenant.acme.acme", "destroy cluster.main", "remove cluster.main"}, h.eng.Ops())
 }
 
 func TestDeleteWaitsForDependentStacksOfOtherDoors(t *testing.T) {
@@ -310,7 +309,7 @@ func TestDeleteWaitsForDependentStacksOfOtherDoors(t *testing.T) {
 	h.settle(c)
 	h.settle(tn)
 	// A server made over HTTP on the CR tenant.
-	h.eng.put("server.acme.web", engine.ManagedByAPI, map[string]string{engine.TagParent: "tenant.acme.acme"}, nil)
+	h.put("server.acme.web", engine.ManagedByAPI, map[string]string{engine.TagParent: "tenant.acme.acme"}, nil)
 
 	require.NoError(t, h.c.Delete(ctx, tn))
 	h.settle(tn)
@@ -318,11 +317,9 @@ func TestDeleteWaitsForDependentStacksOfOtherDoors(t *testing.T) {
 	r := cond(tn, v1alpha1.ConditionReady)
 	assert.Equal(t, v1alpha1.ReasonDependentsExist, r.Reason)
 	assert.Contains(t, r.Message, "server.acme.web")
-	assert.NotContains(t, strings.Join(h.eng.ops(), ","), "destroy tenant")
+	assert.NotContains(t, strings.Join(h.eng.Ops(), ","), "destroy tenant")
 
-	h.eng.mu.Lock()
-	delete(h.eng.stacks, "server.acme.web")
-	h.eng.mu.Unlock()
+	h.eng.Drop("server.acme.web")
 	h.settle(tn)
 	assert.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(tn), tn)))
 }
@@ -331,20 +328,18 @@ func TestDeleteCancelsARunningUp(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster("main")
 	h := newHarness(t, c)
-	h.eng.gate = make(chan struct{})
-	h.eng.started = make(chan string, 1)
+	gate := h.eng.Hold(engine.OpUp)
 	h.reconcile(c)
-	<-h.eng.started
+	<-gate.Entered
 	h.get(c)
 	assert.Equal(t, metav1.ConditionUnknown, cond(c, v1alpha1.ConditionReady).Status)
 	assert.Equal(t, v1alpha1.ReasonProgressing, cond(c, v1alpha1.ConditionReconciling).Reason)
 	assert.Equal(t, 1, h.jobs.running())
 
 	require.NoError(t, h.c.Delete(ctx, c))
-	h.eng.started = nil
 	h.settle(c)
 	assert.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(c), c)))
-	assert.Equal(t, []string{"up cluster.main", "destroy cluster.main"}, h.eng.ops(),
+	assert.Equal(t, []string{"up cluster.main", "destroy cluster.main"}, h.eng.Ops(),
 		"the canceled up made no stack, so destroy finds nothing to remove")
 }
 
@@ -355,14 +350,20 @@ func TestDriftDetection(t *testing.T) {
 	h.drainEvents()
 
 	h.reconcile(c)
-	assert.Len(t, h.eng.ops(), 1, "no drift check before the interval")
+	assert.Len(t, h.eng.Ops(), 1, "no drift check before the interval")
 
-	h.eng.preview = []engine.Step{{URN: "urn:pulumi:cluster.main::tfrs::kubernetes:core/v1:Secret::pull", Type: "kubernetes:core/v1:Secret",
+	drift := []engine.Step{{URN: "urn:pulumi:cluster.main::tfrs::kubernetes:core/v1:Secret::pull", Type: "kubernetes:core/v1:Secret",
 		Op: engine.StepUpdate, Diffs: []string{"data.password"}}}
+	h.eng.Steps = func(c enginetest.Call) []engine.Step {
+		if c.Op != engine.OpPreview {
+			return nil
+		}
+		return drift
+	}
 	h.advance(61 * time.Minute)
 	h.settle(c)
 	h.get(c)
-	assert.Equal(t, []string{"up cluster.main", "refresh cluster.main", "preview cluster.main"}, h.eng.ops())
+	assert.Equal(t, []string{"up cluster.main", "refresh cluster.main", "preview cluster.main"}, h.eng.Ops())
 	d := cond(c, v1alpha1.ConditionDrifted)
 	require.NotNil(t, d)
 	assert.Equal(t, metav1.ConditionTrue, d.Status)
@@ -373,20 +374,20 @@ func TestDriftDetection(t *testing.T) {
 
 	// Report only: nothing runs until the next check.
 	h.reconcile(c)
-	assert.Len(t, h.eng.ops(), 3)
+	assert.Len(t, h.eng.Ops(), 3)
 
 	// With autoRemediate the drift is put right by an up.
 	update(t, h, c, func() { c.Spec.DriftDetection.AutoRemediate = true })
 	h.settle(c)
 	h.get(c)
-	assert.Equal(t, "up cluster.main", h.eng.ops()[3])
+	assert.Equal(t, "up cluster.main", h.eng.Ops()[3])
 	assert.Equal(t, metav1.ConditionFalse, cond(c, v1alpha1.ConditionDrifted).Status)
 
 	// Off: never checked.
 	update(t, h, c, func() { c.Spec.DriftDetection.Enabled = new(false) })
 	h.advance(5 * time.Hour)
 	h.settle(c)
-	assert.Len(t, h.eng.ops(), 4)
+	assert.Len(t, h.eng.Ops(), 4)
 }
 
 func TestPendingDecisionFromAnnotation(t *testing.T) {
@@ -396,7 +397,7 @@ func TestPendingDecisionFromAnnotation(t *testing.T) {
 	h.settle(c)
 	pending := &engine.OpError{Op: engine.OpUp, Stack: "tenant.acme.acme", Kind: engine.ErrPendingNeedsDecision,
 		Pending: []engine.PendingOp{{URN: "urn:pulumi:tenant.acme.acme::tfrs::kubernetes:core/v1:PersistentVolumeClaim::data", Op: "creating", DataBearing: true}}}
-	h.eng.fail("up tenant.acme.acme", pending, pending)
+	h.eng.Fail("up tenant.acme.acme", pending, pending)
 
 	h.settle(tn)
 	h.get(tn)
@@ -410,7 +411,7 @@ func TestPendingDecisionFromAnnotation(t *testing.T) {
 	h.settle(tn)
 	h.get(tn)
 	assert.Equal(t, metav1.ConditionTrue, cond(tn, v1alpha1.ConditionReady).Status)
-	assert.Equal(t, map[string]engine.Decision{"urn:pulumi:tenant.acme.acme::tfrs::kubernetes:core/v1:PersistentVolumeClaim::data": engine.DecisionAdopt}, h.eng.decisions)
+	assert.Equal(t, map[string]engine.Decision{"urn:pulumi:tenant.acme.acme::tfrs::kubernetes:core/v1:PersistentVolumeClaim::data": engine.DecisionAdopt}, h.decisions())
 	assert.NotContains(t, tn.Annotations, v1alpha1.AnnotationPendingDecision, "a decision is used once")
 }
 
@@ -428,11 +429,11 @@ func TestPersonalTenantsWaitForTheSharedStackOwner(t *testing.T) {
 	h.settle(younger)
 	h.get(younger)
 	assert.Contains(t, cond(younger, v1alpha1.ConditionReady).Message, "TFRTenant a/alice")
-	assert.Equal(t, []string{"up cluster.main"}, h.eng.ops(), "the member waits for the owner")
+	assert.Equal(t, []string{"up cluster.main"}, h.eng.Ops(), "the member waits for the owner")
 
 	h.settle(older)
 	h.settle(younger)
-	assert.Equal(t, []string{"up cluster.main", "up tenant.personal-chat._shared", "up tenant.a.alice", "up tenant.b.bob"}, h.eng.ops(),
+	assert.Equal(t, []string{"up cluster.main", "up tenant.personal-chat._shared", "up tenant.a.alice", "up tenant.b.bob"}, h.eng.Ops(),
 		"the owner brings the shared stack up; the member only its own")
 }
 
@@ -441,7 +442,7 @@ func TestFailedReconcileRequestIsRetriedWithBackoff(t *testing.T) {
 	h := newHarness(t, c)
 	h.settle(c)
 	conflict := &engine.OpError{Op: engine.OpUp, Stack: "cluster.main", Kind: engine.ErrConflict, Detail: "locked"}
-	h.eng.fail("up cluster.main", conflict)
+	h.eng.Fail("up cluster.main", conflict)
 
 	update(t, h, c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "now"} })
 	res := h.settle(c)
@@ -449,7 +450,7 @@ func TestFailedReconcileRequestIsRetriedWithBackoff(t *testing.T) {
 	assert.Equal(t, "now", c.Status.LastHandledReconcileRequest, "attempted counts as handled")
 	assert.Equal(t, v1alpha1.ReasonUpdateConflict, cond(c, v1alpha1.ConditionReady).Reason)
 	assert.Equal(t, 10*time.Second, res.RequeueAfter)
-	assert.Len(t, h.eng.ops(), 2, "no immediate retry of the request")
+	assert.Len(t, h.eng.Ops(), 2, "no immediate retry of the request")
 
 	h.advance(10 * time.Second)
 	h.reconcile(c)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -22,293 +21,59 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
-// fakeEngine stands in for *engine.Engine under the real runner: stacks are records in memory,
-// operations succeed unless an error is queued for them, and every call is logged.
-type fakeEngine struct {
-	mu      sync.Mutex
-	stacks  map[string]*fakeStack
-	calls   []string
-	errs    map[string][]error // "up cluster.main" → errors returned by the next calls
-	gate    chan struct{}      // when set, Up waits for it to close (or for cancellation)
-	started chan string        // when set, receives "up <stack>" as an Up begins
-	preview []engine.Step
-	// decisions are those of the last Up that had any.
-	decisions map[string]engine.Decision
-	// seq numbers the stacks' changes: a stack's version is the number of its last one.
-	seq int
-}
-
-type fakeStack struct {
-	tags    map[string]string
-	outputs program.Outputs
-	ready   bool
-	version int
-}
-
-func newFakeEngine() *fakeEngine {
-	return &fakeEngine{stacks: map[string]*fakeStack{}, errs: map[string][]error{}}
-}
-
-// secretOutput is the value of every stack's secret output; it must never show anywhere.
-const secretOutput = "s3cret-output-value"
-
-func (f *fakeEngine) begin(op engine.OpKind, stack string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	call := string(op) + " " + stack
-	f.calls = append(f.calls, call)
-	if q := f.errs[call]; len(q) > 0 {
-		f.errs[call] = q[1:]
-		return q[0]
-	}
-	return nil
-}
-
-func (f *fakeEngine) fail(call string, errs ...error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.errs[call] = append(f.errs[call], errs...)
-}
-
-// ops lists the calls that run an operation (not the reads).
-func (f *fakeEngine) ops() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for _, c := range f.calls {
-		if !strings.HasPrefix(c, string(engine.OpStatus)) && !strings.HasPrefix(c, string(engine.OpOutputs)) && !strings.HasPrefix(c, string(engine.OpList)) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-func (f *fakeEngine) Up(ctx context.Context, req engine.Request) (*engine.Result, error) {
-	if f.started != nil {
-		f.started <- "up " + req.Stack
-	}
-	if f.gate != nil {
-		select {
-		case <-f.gate:
-		case <-ctx.Done():
-			f.begin(engine.OpUp, req.Stack)
-			return nil, &engine.OpError{Op: engine.OpUp, Stack: req.Stack, Kind: engine.ErrCanceled}
-		}
-	}
-	if err := f.begin(engine.OpUp, req.Stack); err != nil {
-		return &engine.Result{Stack: req.Stack, Operation: engine.OpUp}, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(req.Decisions) > 0 {
-		f.decisions = req.Decisions
-	}
-	st := f.stacks[req.Stack]
-	created := st == nil
-	if created {
-		st = &fakeStack{tags: map[string]string{}}
-		f.stacks[req.Stack] = st
-	}
-	if st.tags[engine.TagManagedBy] == "" {
-		st.tags[engine.TagManagedBy] = string(req.ManagedBy)
-	}
-	for k, v := range req.Tags {
-		st.tags[k] = v
-	}
-	st.ready = true
-	f.seq++
-	st.version = f.seq
-	if st.outputs == nil {
-		st.outputs = program.Outputs{
-			"host":     program.NewOutput(req.Stack+".svc", false),
+// newEngine is the fake engine the harness runs the real runner on: every stack holds three
+// resources and outputs with a secret (a tenant stack's complete enough for its members),
+// and StackVersion tells its changes.
+func newEngine() *enginetest.Engine {
+	eng := enginetest.New()
+	eng.Resources = 3
+	eng.NewOutputs = func(stack string) program.Outputs {
+		outs := program.Outputs{
+			"host":     program.NewOutput(stack+".svc", false),
 			"port":     program.NewOutput(5432.0, false),
-			"password": program.NewOutput(secretOutput, true),
+			"password": program.NewOutput(enginetest.Secret, true),
 		}
-		if strings.HasPrefix(req.Stack, stackname.LevelTenant+".") {
-			st.outputs = tenantStackOutputs(st.outputs)
+		if strings.HasPrefix(stack, stackname.LevelTenant+".") {
+			outs = enginetest.TenantOutputs(outs)
 		}
+		return outs
 	}
-	ch := engine.Changes{engine.StepSame: 3}
-	if created {
-		ch = engine.Changes{engine.StepCreate: 3}
-	}
-	return &engine.Result{Stack: req.Stack, Operation: engine.OpUp, Changes: ch, Outputs: st.outputs}, nil
+	return eng
 }
 
-func (f *fakeEngine) Preview(_ context.Context, req engine.Request) (*engine.Result, error) {
-	if err := f.begin(engine.OpPreview, req.Stack); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return &engine.Result{Stack: req.Stack, Operation: engine.OpPreview, Steps: f.preview}, nil
+// put makes a ready stack as another door would.
+func (h *harness) put(stack string, by engine.ManagedBy, tags map[string]string, outs program.Outputs) {
+	h.eng.Put(stack, enginetest.Stack{Tags: enginetest.Tags(by, tags), Outputs: outs, Ready: true})
 }
 
-func (f *fakeEngine) Refresh(_ context.Context, req engine.Request) (*engine.Result, error) {
-	if err := f.begin(engine.OpRefresh, req.Stack); err != nil {
-		return nil, err
-	}
-	return &engine.Result{Stack: req.Stack, Operation: engine.OpRefresh}, nil
-}
-
-func (f *fakeEngine) Destroy(_ context.Context, req engine.Request) (*engine.Result, error) {
-	if err := f.begin(engine.OpDestroy, req.Stack); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stacks[req.Stack] == nil {
-		return nil, &engine.OpError{Op: engine.OpDestroy, Stack: req.Stack, Kind: engine.ErrNotFound}
-	}
-	f.stacks[req.Stack].ready = false
-	f.seq++
-	f.stacks[req.Stack].version = f.seq
-	return &engine.Result{Stack: req.Stack, Operation: engine.OpDestroy, Changes: engine.Changes{engine.StepDelete: 3}}, nil
-}
-
-func (f *fakeEngine) Remove(_ context.Context, stack string, _ bool) error {
-	if err := f.begin(engine.OpRemove, stack); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.stacks, stack)
-	return nil
-}
-
-func (f *fakeEngine) Outputs(_ context.Context, stack string) (program.Outputs, error) {
-	f.begin(engine.OpOutputs, stack)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st := f.stacks[stack]
-	if st == nil {
-		return nil, &engine.OpError{Op: engine.OpOutputs, Stack: stack, Kind: engine.ErrNotFound}
-	}
-	return st.outputs, nil
-}
-
-// Tags is Status's tags (the runner's door check reads only those).
-func (f *fakeEngine) Tags(ctx context.Context, stack string) (map[string]string, error) {
-	st, err := f.Status(ctx, stack)
-	if err != nil {
-		return nil, err
-	}
-	return st.Tags, nil
-}
-
-func (f *fakeEngine) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
-	f.begin(engine.OpStatus, stack)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st := f.stacks[stack]
-	if st == nil {
-		return nil, &engine.OpError{Op: engine.OpStatus, Stack: stack, Kind: engine.ErrNotFound}
-	}
-	tags := map[string]string{}
-	for k, v := range st.tags {
-		tags[k] = v
-	}
-	return &engine.StackStatus{Stack: stack, ManagedBy: engine.ManagedBy(tags[engine.TagManagedBy]), Tags: tags, Ready: st.ready}, nil
-}
-
-func (f *fakeEngine) List(_ context.Context, prefix string) ([]engine.StackSummary, error) {
-	f.begin(engine.OpList, prefix)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []engine.StackSummary
-	for name := range f.stacks {
-		if strings.HasPrefix(name, prefix) {
-			out = append(out, engine.StackSummary{Name: name})
+// decisions are those of the last up that had any.
+func (h *harness) decisions() map[string]engine.Decision {
+	var d map[string]engine.Decision
+	for _, c := range h.eng.Log() {
+		if c.Op == engine.OpUp && len(c.Request.Decisions) > 0 {
+			d = c.Request.Decisions
 		}
 	}
-	return out, nil
-}
-
-// put makes a stack as another door would.
-func (f *fakeEngine) put(stack string, by engine.ManagedBy, tags map[string]string, outs program.Outputs) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	t := map[string]string{engine.TagManagedBy: string(by)}
-	for k, v := range tags {
-		t[k] = v
-	}
-	f.seq++
-	f.stacks[stack] = &fakeStack{tags: t, outputs: outs, ready: true, version: f.seq}
-}
-
-// StackVersion is the real engine's cheap change token (a file:// backend's): it changes
-// whenever the stack does, none for a missing stack, and is not a logged call (it runs no CLI
-// process).
-func (f *fakeEngine) StackVersion(_ context.Context, stack string) (string, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if st := f.stacks[stack]; st != nil {
-		return fmt.Sprint(st.version), true
-	}
-	return "", false
-}
-
-// count counts the calls logged as call, e.g. "outputs cluster.main".
-func (f *fakeEngine) count(call string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, c := range f.calls {
-		if c == call {
-			n++
-		}
-	}
-	return n
+	return d
 }
 
 // unversioned hides the fake's StackVersion, as an engine that cannot tell a stack's version:
 // only runner.Engine's methods are promoted.
 type unversioned struct{ runner.Engine }
 
-// reOutputErr matches stacks.TenantOutputsFromStack's complaints about one output.
-var reOutputErr = regexp.MustCompile(`output "([^"]+)" (is missing|is not a secret|.*want an integer|.*want a bool|.*want a string)`)
-
-// tenantStackOutputs completes outs until stacks.TenantOutputsFromStack accepts them (a
-// personal tenant's member stack reads its shared stack's outputs), whatever fields the
-// tenant outputs gain later.
-func tenantStackOutputs(outs program.Outputs) program.Outputs {
-	for range 500 {
-		_, err := stacks.TenantOutputsFromStack(outs)
-		if err == nil {
-			return outs
-		}
-		m := reOutputErr.FindStringSubmatch(err.Error())
-		if m == nil {
-			panic(err)
-		}
-		switch k := m[1]; {
-		case m[2] == "is not a secret":
-			outs[k] = program.NewOutput(secretOutput, true)
-		case strings.HasSuffix(m[2], "integer"):
-			outs[k] = program.NewOutput(1.0, false)
-		case strings.HasSuffix(m[2], "bool"):
-			outs[k] = program.NewOutput(true, false)
-		default:
-			outs[k] = program.NewOutput("v-"+k, false)
-		}
-	}
-	panic("tenant outputs never complete")
-}
-
 // fakeParents reads parent readiness from the fake engine; the programs never run, so the
 // parents' contents do not matter.
-type fakeParents struct{ eng *fakeEngine }
+type fakeParents struct{ eng *enginetest.Engine }
 
 func (p fakeParents) ready(stack string) error {
-	p.eng.mu.Lock()
-	defer p.eng.mu.Unlock()
-	if st := p.eng.stacks[stack]; st == nil || !st.ready {
+	if st, ok := p.eng.Stack(stack); !ok || !st.Ready {
 		return &kinds.ParentError{Stack: stack, Reason: "its stack does not exist yet"}
 	}
 	return nil
@@ -327,7 +92,7 @@ func (p fakeParents) Tenant(_ context.Context, stack string) (stacks.TenantOutpu
 type harness struct {
 	t      *testing.T
 	c      client.Client
-	eng    *fakeEngine
+	eng    *enginetest.Engine
 	jobs   *jobs
 	opts   Options
 	recs   map[string]*reconciler
@@ -346,7 +111,7 @@ func newHarness(t *testing.T, objs ...client.Object) *harness {
 	for _, ix := range fieldIndexes {
 		b = b.WithIndex(ix.obj, ix.field, ix.fn)
 	}
-	h := &harness{t: t, c: b.Build(), eng: newFakeEngine(), jobs: newJobs(), recs: map[string]*reconciler{},
+	h := &harness{t: t, c: b.Build(), eng: newEngine(), jobs: newJobs(), recs: map[string]*reconciler{},
 		events: events.NewFakeRecorder(1000), clock: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
 	h.jobs.now = h.now
 	t.Cleanup(func() { h.jobs.stop(); h.jobs.wg.Wait() })
@@ -440,7 +205,7 @@ func (h *harness) requireNoSecret(obj client.Object, evs []string, secrets ...st
 	h.get(obj)
 	b, err := json.Marshal(obj)
 	require.NoError(h.t, err)
-	for _, s := range append(secrets, secretOutput) {
+	for _, s := range append(secrets, enginetest.Secret) {
 		status := string(b[strings.Index(string(b), `"status"`):])
 		require.NotContains(h.t, status, s, "a secret value in status")
 		for _, e := range evs {

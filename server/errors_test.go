@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -319,7 +320,7 @@ func TestStatusCodes(t *testing.T) {
 	})
 	t.Run("500 is opaque", func(t *testing.T) {
 		h := newHarness(t)
-		h.f.statusErr = errors.New("dial /var/lib/tfrs/secret-internal-path: permission denied")
+		h.f.Hook = enginetest.FailOn(errors.New("dial /var/lib/tfrs/secret-internal-path: permission denied"), "", engine.OpStatus)
 		w := h.admin(http.MethodGet, tenantsPath+"/acme", nil)
 		require.Equal(t, http.StatusInternalServerError, w.Code)
 		p := problemOfResponse(t, w)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -19,48 +18,37 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
-// fake is the runner and the engine at once: stacks live in a map, Up makes them ready, and
-// every call is recorded so a test can assert that a bad request started nothing.
+// fake is the runner over a fake engine: the engine half (Status, Tags, Outputs, List and the
+// stacks behind them) is package enginetest's, the runner half here. Up makes a stack ready,
+// and every call, the runner's ("Up tenant.ns.x") and the engine's ("status tenant.ns.x"),
+// is logged in one log so a test can assert that a bad request started nothing.
 type fake struct {
+	*enginetest.Engine
+
 	mu         sync.Mutex
-	stacks     map[string]*engine.StackStatus
-	outputs    map[string]program.Outputs
-	calls      []string
 	upErr      error
 	previewErr error
 	destroyErr error
-	statusErr  error
 	dependents []string
-	// gate, when set, holds Up and Destroy until it is closed or their context ends.
-	gate chan struct{}
-	// entered receives once per Up/Destroy that reached the gate.
-	entered chan string
+	// gate, when set, holds Up and Destroy until it opens or their context ends.
+	gate *enginetest.Gate
 	// upOutputs are the outputs Up gives the stack.
 	upOutputs program.Outputs
 	// previewSteps are the steps Preview reports.
 	previewSteps []engine.Step
 }
 
-func newFake() *fake {
-	return &fake{stacks: map[string]*engine.StackStatus{}, outputs: map[string]program.Outputs{}, entered: make(chan string, 100)}
-}
+func newFake() *fake { return &fake{Engine: enginetest.New()} }
 
-func (f *fake) record(call string) {
-	f.mu.Lock()
-	f.calls = append(f.calls, call)
-	f.mu.Unlock()
-}
-
-// Calls returns the recorded calls.
-func (f *fake) Calls() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.calls...)
+// record logs a runner call ("Up", "Preview", "Destroy", "Dependents") of stack.
+func (f *fake) record(call, stack string) {
+	f.Record(enginetest.Call{Op: engine.OpKind(call), Stack: stack})
 }
 
 func (f *fake) count(prefix string) int {
@@ -75,14 +63,8 @@ func (f *fake) count(prefix string) int {
 
 // addStack puts a stack in the backend as another door made it.
 func (f *fake) addStack(name string, by engine.ManagedBy, ready bool, tags map[string]string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	all := map[string]string{engine.TagManagedBy: string(by)}
-	for k, v := range tags {
-		all[k] = v
-	}
-	f.stacks[name] = &engine.StackStatus{Stack: name, ManagedBy: by, Ready: ready, Tags: all,
-		Last: &engine.HistoryEntry{Kind: "update", Result: "succeeded", Started: time.Now()}}
+	f.Put(name, enginetest.Stack{Tags: enginetest.Tags(by, tags), Ready: ready,
+		Last: &engine.HistoryEntry{Kind: "update", Result: "succeeded", Started: time.Now()}})
 }
 
 func (f *fake) wait(ctx context.Context, stack string) error {
@@ -92,13 +74,10 @@ func (f *fake) wait(ctx context.Context, stack string) error {
 	if gate == nil {
 		return nil
 	}
-	f.entered <- stack
-	select {
-	case <-gate:
-		return nil
-	case <-ctx.Done():
-		return errors.Join(&engine.OpError{Op: engine.OpUp, Stack: stack, Kind: engine.ErrCanceled}, ctx.Err())
+	if err := gate.Wait(ctx, stack); err != nil {
+		return errors.Join(&engine.OpError{Op: engine.OpUp, Stack: stack, Kind: engine.ErrCanceled}, err)
 	}
+	return nil
 }
 
 func (f *fake) Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error) {
@@ -106,7 +85,7 @@ func (f *fake) Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runn
 	if err != nil {
 		return nil, err
 	}
-	f.record("Up " + t.Stack)
+	f.record("Up", t.Stack)
 	if op.Sink != nil {
 		op.Sink(engine.Event{Time: time.Now(), Stack: t.Stack, Operation: engine.OpUp, Kind: engine.EventStart, Message: "up " + t.Stack})
 	}
@@ -118,21 +97,20 @@ func (f *fake) Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runn
 		op.Sink(engine.Event{Time: time.Now(), Stack: t.Stack, Operation: engine.OpUp, Kind: engine.EventStepDone, URN: step.URN, Type: step.Type, Op: step.Op})
 	}
 	f.mu.Lock()
-	upErr := f.upErr
+	upErr, outs := f.upErr, f.upOutputs
+	f.mu.Unlock()
 	res := &engine.Result{Stack: t.Stack, Operation: engine.OpUp, Changes: engine.Changes{engine.StepCreate: 1}, Steps: []engine.Step{step}}
 	if upErr == nil {
-		tags := map[string]string{engine.TagManagedBy: string(op.Door)}
+		tags := map[string]string{}
 		if t.Parent != "" {
 			tags[engine.TagParent] = t.Parent
 		}
-		f.stacks[t.Stack] = &engine.StackStatus{Stack: t.Stack, ManagedBy: op.Door, Ready: true, Tags: tags,
-			Last: &engine.HistoryEntry{Kind: "update", Result: "succeeded", Started: time.Now(), Message: op.Message}}
-		f.outputs[t.Stack] = f.upOutputs
-		res.Outputs = f.upOutputs
+		f.Put(t.Stack, enginetest.Stack{Tags: enginetest.Tags(op.Door, tags), Outputs: outs, Ready: true,
+			Last: &engine.HistoryEntry{Kind: "update", Result: "succeeded", Started: time.Now(), Message: op.Message}})
+		res.Outputs = outs
 	} else {
 		res.Steps[0].Failed = true
 	}
-	f.mu.Unlock()
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, upErr
 }
 
@@ -141,7 +119,7 @@ func (f *fake) Preview(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*
 	if err != nil {
 		return nil, err
 	}
-	f.record("Preview " + t.Stack)
+	f.record("Preview", t.Stack)
 	f.mu.Lock()
 	steps, perr := f.previewSteps, f.previewErr
 	f.mu.Unlock()
@@ -160,74 +138,26 @@ func (f *fake) Destroy(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*
 	if err != nil {
 		return nil, err
 	}
-	f.record("Destroy " + t.Stack)
+	f.record("Destroy", t.Stack)
 	if err := f.wait(ctx, t.Stack); err != nil {
 		return &runner.Outcome{Target: t}, err
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.destroyErr != nil {
-		return &runner.Outcome{Target: t}, f.destroyErr
+	derr := f.destroyErr
+	f.mu.Unlock()
+	if derr != nil {
+		return &runner.Outcome{Target: t}, derr
 	}
-	delete(f.stacks, t.Stack)
-	delete(f.outputs, t.Stack)
+	f.Drop(t.Stack)
 	res := &engine.Result{Stack: t.Stack, Operation: engine.OpDestroy, Changes: engine.Changes{engine.StepDelete: 1}}
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
 }
 
 func (f *fake) Dependents(_ context.Context, t kinds.Target) ([]string, error) {
-	f.record("Dependents " + t.Stack)
+	f.record("Dependents", t.Stack)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.dependents, nil
-}
-
-// Tags is Status's tags (the runner's door check reads only those).
-func (f *fake) Tags(ctx context.Context, stack string) (map[string]string, error) {
-	st, err := f.Status(ctx, stack)
-	if err != nil {
-		return nil, err
-	}
-	return st.Tags, nil
-}
-
-func (f *fake) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
-	f.record("Status " + stack)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.statusErr != nil {
-		return nil, f.statusErr
-	}
-	st, ok := f.stacks[stack]
-	if !ok {
-		return nil, &engine.OpError{Op: engine.OpStatus, Stack: stack, Kind: engine.ErrNotFound}
-	}
-	cp := *st
-	return &cp, nil
-}
-
-func (f *fake) Outputs(_ context.Context, stack string) (program.Outputs, error) {
-	f.record("Outputs " + stack)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.stacks[stack]; !ok {
-		return nil, &engine.OpError{Op: engine.OpOutputs, Stack: stack, Kind: engine.ErrNotFound}
-	}
-	return f.outputs[stack], nil
-}
-
-func (f *fake) List(_ context.Context, prefix string) ([]engine.StackSummary, error) {
-	f.record("List " + prefix)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []engine.StackSummary
-	for name := range f.stacks {
-		if strings.HasPrefix(name, prefix) {
-			out = append(out, engine.StackSummary{Name: name})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
 }
 
 const (
@@ -287,11 +217,7 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 	t.Cleanup(func() {
 		f.mu.Lock()
 		if f.gate != nil {
-			select {
-			case <-f.gate:
-			default:
-				close(f.gate)
-			}
+			f.gate.Open()
 		}
 		f.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -394,12 +320,11 @@ func (h *harness) waitOperation(id string) OperationView {
 
 // hold makes Up and Destroy wait until release is called.
 func (h *harness) hold() (release func()) {
+	gate := enginetest.NewGate()
 	h.f.mu.Lock()
-	gate := make(chan struct{})
 	h.f.gate = gate
 	h.f.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(func() { close(gate) }) }
+	return gate.Open
 }
 
 func tenantBody(name string) map[string]any {

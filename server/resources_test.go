@@ -256,7 +256,7 @@ func TestBusyPointsAtOperation(t *testing.T) {
 	w := h.admin(http.MethodPost, tenantsPath, tenantBody("globex"))
 	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
 	id := decodeJSON[OperationView](t, w).ID
-	<-h.f.entered
+	<-h.f.gate.Entered
 
 	for _, r := range []*httptest.ResponseRecorder{
 		h.admin(http.MethodPut, tenantsPath+"/globex", tenantBody("globex")),
@@ -282,7 +282,7 @@ func TestDisconnectNeverCancels(t *testing.T) {
 	w := h.admin(http.MethodPost, tenantsPath, tenantBody("globex"))
 	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
 	id := decodeJSON[OperationView](t, w).ID
-	<-h.f.entered
+	<-h.f.gate.Entered
 
 	ctx, cancel := context.WithCancel(context.Background())
 	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+operationPath(id)+"/events", nil)
@@ -328,7 +328,7 @@ func TestCancelOperation(t *testing.T) {
 	defer release()
 	w := h.admin(http.MethodPost, tenantsPath, tenantBody("globex"))
 	id := decodeJSON[OperationView](t, w).ID
-	<-h.f.entered
+	<-h.f.gate.Entered
 
 	require.Equal(t, http.StatusForbidden, h.do(req{method: http.MethodPost, path: operationPath(id) + "/cancel", token: readerToken}).Code)
 	w = h.admin(http.MethodPost, operationPath(id)+"/cancel", nil)
@@ -350,7 +350,7 @@ func TestShutdownLetsOperationsFinish(t *testing.T) {
 	release := h.hold()
 	w := h.admin(http.MethodPost, tenantsPath, tenantBody("globex"))
 	id := decodeJSON[OperationView](t, w).ID
-	<-h.f.entered
+	<-h.f.gate.Entered
 
 	done := make(chan error, 1)
 	go func() {
@@ -378,7 +378,7 @@ func TestShutdownCancelsAfterGrace(t *testing.T) {
 	defer release()
 	w := h.admin(http.MethodPost, tenantsPath, tenantBody("globex"))
 	id := decodeJSON[OperationView](t, w).ID
-	<-h.f.entered
+	<-h.f.gate.Entered
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()

@@ -7,100 +7,48 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
-	"github.com/tfrs-io/tfrs-operator/stacks/program"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
-// fakeEngine stands in for the Pulumi engine: every operation answers with the steps set for
-// its stack, a stack is ready once it was brought up, and every call is recorded in order.
+// fakeEngine stands in for the Pulumi engine (see package enginetest): every operation
+// answers with the steps set for its stack, a stack is ready once it was brought up, and every
+// call is logged in order.
 type fakeEngine struct {
-	mu    sync.Mutex
-	calls []string
+	*enginetest.Engine
 	steps map[string][]engine.Step // by stack: what a preview/up/destroy reports
-	ready map[string]bool
-	fail  map[string]error // by stack: the error every operation on it returns
 }
 
 func newFakeEngine() *fakeEngine {
-	return &fakeEngine{steps: map[string][]engine.Step{}, ready: map[string]bool{}, fail: map[string]error{}}
+	f := &fakeEngine{Engine: enginetest.New(), steps: map[string][]engine.Step{}}
+	f.Steps = func(c enginetest.Call) []engine.Step { return f.steps[c.Stack] }
+	return f
 }
 
-func (f *fakeEngine) op(kind engine.OpKind, req engine.Request) (*engine.Result, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, string(kind)+" "+req.Stack)
-	res := &engine.Result{Stack: req.Stack, Operation: kind, Steps: append([]engine.Step(nil), f.steps[req.Stack]...)}
-	if err := f.fail[req.Stack]; err != nil {
-		return res, err
+// ready puts stacks as the CLI made them, brought up.
+func (f *fakeEngine) ready(stacks ...string) {
+	for _, s := range stacks {
+		f.Put(s, enginetest.Stack{Tags: enginetest.Tags(engine.ManagedByCLI, nil), Outputs: enginetest.DefaultOutputs(s), Ready: true})
 	}
-	switch kind {
-	case engine.OpUp:
-		f.ready[req.Stack] = true
-	case engine.OpDestroy:
-		delete(f.ready, req.Stack)
-	}
-	return res, nil
 }
 
-func (f *fakeEngine) Up(_ context.Context, r engine.Request) (*engine.Result, error) {
-	return f.op(engine.OpUp, r)
-}
-func (f *fakeEngine) Preview(_ context.Context, r engine.Request) (*engine.Result, error) {
-	return f.op(engine.OpPreview, r)
-}
-func (f *fakeEngine) Refresh(_ context.Context, r engine.Request) (*engine.Result, error) {
-	return f.op(engine.OpRefresh, r)
-}
-func (f *fakeEngine) Destroy(_ context.Context, r engine.Request) (*engine.Result, error) {
-	return f.op(engine.OpDestroy, r)
-}
-func (f *fakeEngine) Remove(context.Context, string, bool) error { return nil }
-func (f *fakeEngine) List(context.Context, string) ([]engine.StackSummary, error) {
-	return nil, nil
+// fail makes every operation on stack fail with err.
+func (f *fakeEngine) fail(stack string, err error) {
+	f.Hook = enginetest.FailOn(err, stack, engine.OpUp, engine.OpPreview, engine.OpRefresh, engine.OpDestroy)
 }
 
-// Tags is Status's tags (the runner's door check reads only those).
-func (f *fakeEngine) Tags(ctx context.Context, stack string) (map[string]string, error) {
-	st, err := f.Status(ctx, stack)
-	if err != nil {
-		return nil, err
-	}
-	return st.Tags, nil
-}
-
-func (f *fakeEngine) Status(_ context.Context, stack string) (*engine.StackStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.ready[stack] {
-		return nil, engine.ErrNotFound
-	}
-	return &engine.StackStatus{Stack: stack, Ready: true, ManagedBy: engine.ManagedByCLI}, nil
-}
-
-// Outputs answers for a cluster stack (the only parent these tests need).
-func (f *fakeEngine) Outputs(_ context.Context, stack string) (program.Outputs, error) {
-	return program.Outputs{
-		stacks.ClusterOutputPullSecretName:        program.NewOutput("", false),
-		stacks.ClusterOutputDockerConfigJSON:      program.NewOutput("", true),
-		stacks.ClusterOutputImageRegistry:         program.NewOutput("", false),
-		stacks.ClusterOutputRabbitMQOperatorReady: program.NewOutput(true, false),
-	}, nil
-}
-
+// recorded returns the operations run since the last call (the removes that follow every
+// destroy left out) and forgets them.
 func (f *fakeEngine) recorded() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := f.calls
-	f.calls = nil
+	out := f.CallsOf(engine.OpUp, engine.OpPreview, engine.OpRefresh, engine.OpDestroy)
+	f.Reset()
 	return out
 }
 
@@ -197,7 +145,7 @@ func TestDataLossGuard(t *testing.T) {
 	f := newFakeEngine()
 	useFakeEngine(t, f)
 	file := writeCRs(t, "Retain")
-	f.ready[testCluster], f.ready[testTenant] = true, true
+	f.ready(testCluster, testTenant)
 	f.steps[testCluster] = sameSteps(testCluster)
 	f.steps[testTenant] = append(sameSteps(testTenant),
 		step(testTenant, "tfrs:tenant:PostgreSQL", "postgresql", engine.StepSame),
@@ -227,7 +175,7 @@ func TestDestroy(t *testing.T) {
 	f := newFakeEngine()
 	useFakeEngine(t, f)
 	file := writeCRs(t, "Retain")
-	f.ready[testCluster], f.ready[testTenant] = true, true
+	f.ready(testCluster, testTenant)
 	f.steps[testTenant] = []engine.Step{
 		step(testTenant, "tfrs:tenant:SharedCache", "shared-cache", engine.StepDelete),
 		step(testTenant, "tfrs:tenant:SharedCache$kubernetes:core/v1:PersistentVolumeClaim", "shared-cache-claim", engine.StepDelete),
@@ -256,8 +204,8 @@ func TestErrorsAndUsage(t *testing.T) {
 	f := newFakeEngine()
 	useFakeEngine(t, f)
 	file := writeCRs(t, "Retain")
-	f.ready[testCluster], f.ready[testTenant] = true, true
-	f.fail[testCluster] = errors.New("boom")
+	f.ready(testCluster, testTenant)
+	f.fail(testCluster, errors.New("boom"))
 
 	code, out := runCaptured(t, "preview", "-f", file, "-o", "json", "--detailed-exitcode")
 	require.Equal(t, 1, code, "an error wins over changes")
@@ -302,7 +250,7 @@ func TestGraphStatus(t *testing.T) {
 	f := newFakeEngine()
 	useFakeEngine(t, f)
 	file := writeCRs(t, "Retain")
-	f.ready[testCluster], f.ready[testTenant] = true, true
+	f.ready(testCluster, testTenant)
 	f.steps[testTenant] = append(sameSteps(testTenant),
 		step(testTenant, "tfrs:tenant:Redis", "redis", engine.StepSame),
 		step(testTenant, "tfrs:tenant:Redis$kubernetes:apps/v1:Deployment", "redis", engine.StepUpdate),
