@@ -1,9 +1,12 @@
 // Package operator reconciles TFRCluster, TFRTenant and TFRServer custom resources through
 // their Pulumi stacks (stacks/runner over stacks/engine).
 //
-// One core (core.go) serves the three kinds; a kind (cluster.go, tenant.go, server.go) only
-// says which object and list it is, which parents it consumes and waits for, which children
-// hold its deletion, and what it watches. Reconcile is short: get, finalizer, deferred status
+// One core (core.go) serves the three kinds over v1alpha1.Object, through which each kind says
+// what it is (stacks, parent, secrets to keep out of messages, validation); the program each
+// runs is the runner's (stacks/kinds). A kind here (cluster.go, tenant.go, server.go) only adds
+// what a controller has and the other doors do not: which object it reconciles, which parent
+// custom resources it consumes and waits for, which children hold its deletion, what it
+// watches, and its own status fields. Reconcile is short: get, finalizer, deferred status
 // patch, then the delete path or the apply path. Whether anything runs is a pure function of
 // the object's status, its parents' custom resources and a clock (decide.go): an up only for a
 // new generation, a failed attempt's retry (capped exponential backoff), a new value of the

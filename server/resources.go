@@ -226,11 +226,17 @@ func (h resources) update(c echo.Context) error {
 		if st == nil && rec == nil {
 			return nil, &NotFoundError{What: r.String()}
 		}
-		// A stack the operator manages is changed through its CR. A stack without a managed-by
-		// tag that the API never accepted is one whose creator has not tagged it yet (the tag is
-		// written just after the stack is created): refuse it as well rather than race its owner.
-		if st != nil && (st.ManagedBy == engine.ManagedByOperator || (st.ManagedBy == "" && rec == nil)) {
-			return nil, &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
+		if st != nil {
+			// A stack the operator manages is changed through its CR (the door rule).
+			if err := runner.CheckDoor(t.Stack, st.ManagedBy, engine.ManagedByAPI); err != nil {
+				return nil, err
+			}
+			// A stack without a managed-by tag that the API never accepted is one whose creator
+			// has not tagged it yet (the tag is written just after the stack is created): refuse
+			// it as well rather than race its owner.
+			if st.ManagedBy == "" && rec == nil {
+				return nil, &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
+			}
 		}
 		return h.upWork(c, op, t, obj, rec)
 	})
@@ -287,8 +293,10 @@ func (h resources) remove(c echo.Context) error {
 		if !h.belongs(r, rec, st) {
 			return nil, &NotFoundError{What: r.String()}
 		}
-		if st != nil && st.ManagedBy == engine.ManagedByOperator {
-			return nil, &runner.ManagedElsewhereError{Stack: stack, ManagedBy: st.ManagedBy}
+		if st != nil {
+			if err := runner.CheckDoor(stack, st.ManagedBy, engine.ManagedByAPI); err != nil {
+				return nil, err
+			}
 		}
 		if rec == nil {
 			return nil, &NoSpecError{What: r.String(), ManagedBy: st.ManagedBy}

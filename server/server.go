@@ -1,12 +1,14 @@
 // Package server is the HTTP door of tfrs: an echo v4 API over the same runner, engine and
 // stacks as the operator and the CLI.
 //
-// Resources are TFRClusters, TFRTenants and TFRServers (servers under their tenant). A create,
-// update or delete returns 202 with an operation (GET it, stream its events as Server-Sent
-// Events, cancel it); a preview answers synchronously with the structured diff. Every error
-// is an RFC 7807 problem document produced by one error handler. Every route but the health
-// probes needs a bearer token; reading needs any role, changing the admin role. See
-// openapi.json for the contract.
+// Resources are TFRClusters, TFRTenants and TFRServers (servers under their tenant). One set
+// of handlers (resources.go) serves the three: a kind adds only its URL (kinds.go); the rest is
+// the kind's own description (v1alpha1.Object) and the runner's (the door rule is
+// runner.CheckDoor, the one the runner applies). A create, update or delete returns 202 with
+// an operation (GET it, stream its events as Server-Sent Events, cancel it); a preview answers
+// synchronously with the structured diff. Every error is an RFC 7807 problem document produced
+// by one error handler. Every route but the health probes needs a bearer token; reading needs
+// any role, changing the admin role. See openapi.json for the contract.
 package server
 
 import (

@@ -27,14 +27,28 @@ func (e *ManagedElsewhereError) Error() string {
 // Is makes errors.Is(err, ErrManagedElsewhere) true.
 func (e *ManagedElsewhereError) Is(target error) bool { return target == ErrManagedElsewhere }
 
-// checkDoor refuses a mutation of a stack that another door manages: a stack the operator
-// manages has a CR as its source of truth, and only the operator changes it; the operator in
-// turn never takes over a stack made over HTTP or by the CLI (a CR of the same name would
-// otherwise silently overwrite it). The HTTP API and the CLI may both change each other's
-// stacks. A stack that does not exist yet is free.
+// CheckDoor is the door rule: it refuses (with a *ManagedElsewhereError) a mutation by door of
+// a stack that owner manages. A stack the operator manages has a CR as its source of truth,
+// and only the operator changes it; the operator in turn never takes over a stack made over
+// HTTP or by the CLI (a CR of the same name would otherwise silently overwrite it). The HTTP
+// API and the CLI may both change each other's stacks. An untagged stack (owner "") and a
+// request that names no door are free. The Runner checks it before every mutation; the HTTP
+// API checks it again before accepting an operation, to answer 409 at once.
+func CheckDoor(stack string, owner, door engine.ManagedBy) error {
+	if door == "" || owner == "" || owner == door {
+		return nil
+	}
+	if owner == engine.ManagedByOperator || door == engine.ManagedByOperator {
+		return &ManagedElsewhereError{Stack: stack, ManagedBy: owner}
+	}
+	return nil
+}
+
+// checkDoor applies CheckDoor to the stack's managed-by tag; a stack that does not exist yet
+// is free.
 func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.ManagedBy) error {
 	if door == "" {
-		return nil
+		return nil // no tag read needed
 	}
 	tags, err := r.eng.Tags(ctx, stack) // one CLI process; Status would read the history too
 	if errors.Is(err, engine.ErrNotFound) {
@@ -43,12 +57,5 @@ func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.Manage
 	if err != nil {
 		return err
 	}
-	owner := engine.ManagedBy(tags[engine.TagManagedBy])
-	if owner == "" || owner == door {
-		return nil
-	}
-	if owner == engine.ManagedByOperator || door == engine.ManagedByOperator {
-		return &ManagedElsewhereError{Stack: stack, ManagedBy: owner}
-	}
-	return nil
+	return CheckDoor(stack, engine.ManagedBy(tags[engine.TagManagedBy]), door)
 }

@@ -1,13 +1,19 @@
 // Package runner turns a TFRS custom resource (TFRCluster, TFRTenant, TFRServer) into stack
-// operations. It is the one place that knows, for each kind, which program runs, which
-// stacks it touches, which parent it waits for and which config it gets; the operator, the
-// HTTP API and the CLI all call it, so the three doors behave the same on the same state.
+// operations through the engine (stacks/engine). The operator, the HTTP API and the CLI all
+// call it, so the three doors behave the same on the same state.
 //
-// A Runner validates before anything changes (ErrInvalid names every bad field), refuses to
-// mutate a stack another door manages (ErrManagedElsewhere), waits for parents by reading
-// their stacks (ErrParentNotReady), and refuses to destroy a parent that still has dependents
-// (ErrDependentsExist). Personal tenants run two stacks (see stacks/tenant.go): the job
-// type's shared stack and the tenant's own member stack.
+// The runner does not switch on kinds. What it needs to know about an object comes from the
+// object itself (v1alpha1.Object: its stacks, its parent) and from the program table
+// (stacks/kinds: which program runs on which stack, over which parent outputs), which the
+// stock-CLI entry program shares without linking the engine. What is the runner's own is
+// driving the engine: the door rule (CheckDoor), reading parents from the backend
+// (EngineParents), a personal tenant's shared stack, and dependents.
+//
+// A Runner validates before anything changes (kinds.ErrInvalid names every bad field),
+// refuses to mutate a stack another door manages (ErrManagedElsewhere), waits for parents by
+// reading their stacks (kinds.ErrParentNotReady), and refuses to destroy a parent that still
+// has dependents (ErrDependentsExist). Personal tenants run two stacks (see stacks/tenant.go):
+// the job type's shared stack and the tenant's own member stack.
 package runner
 
 import (
