@@ -259,19 +259,26 @@ func (h resources) upWork(c echo.Context, op *Operation, t kinds.Target, obj v1a
 	return h.s.upWork(obj, op), nil
 }
 
+// stored resolves the URL of one resource: its reference, its stack and the spec stored for
+// it (nil when this API holds none).
+func (h resources) stored(c echo.Context) (ref, string, *Record, error) {
+	r, err := h.ref(c, true)
+	if err != nil {
+		return r, "", nil, err
+	}
+	stack, err := r.stack()
+	if err != nil {
+		return r, "", nil, err
+	}
+	rec, err := h.s.record(c.Request().Context(), stack)
+	return r, stack, rec, err
+}
+
 // remove: DELETE on a resource. The stacks are destroyed under the spec's deletion policy and
 // the stored spec goes once that succeeded. A parent with dependents is refused up front.
 func (h resources) remove(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := h.ref(c, true)
-	if err != nil {
-		return err
-	}
-	stack, err := r.stack()
-	if err != nil {
-		return err
-	}
-	rec, err := h.s.record(ctx, stack)
+	r, stack, rec, err := h.stored(c)
 	if err != nil {
 		return err
 	}
@@ -341,15 +348,7 @@ func (h resources) belongs(r ref, rec *Record, st *engine.StackStatus) bool {
 // get: GET on a resource: spec, status and outputs (secrets redacted).
 func (h resources) get(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := h.ref(c, true)
-	if err != nil {
-		return err
-	}
-	stack, err := r.stack()
-	if err != nil {
-		return err
-	}
-	rec, err := h.s.record(ctx, stack)
+	r, stack, rec, err := h.stored(c)
 	if err != nil {
 		return err
 	}
@@ -493,15 +492,7 @@ func (h resources) views(ctx context.Context, r ref, names []string, recs map[st
 // cluster. 200 with the structured diff; nothing changes.
 func (h resources) preview(c echo.Context) error {
 	ctx := c.Request().Context()
-	r, err := h.ref(c, true)
-	if err != nil {
-		return err
-	}
-	stack, err := r.stack()
-	if err != nil {
-		return err
-	}
-	rec, err := h.s.record(ctx, stack)
+	r, stack, rec, err := h.stored(c)
 	if err != nil {
 		return err
 	}
