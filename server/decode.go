@@ -112,6 +112,11 @@ func decodeDocument(body []byte, newObj func() v1alpha1.Object) (v1alpha1.Object
 	looseSpec, _ := specSlot(newObj())
 	loose := document{Spec: looseSpec}
 	if err := json.Unmarshal(body, &loose); err != nil {
+		if isQuantityError(err) {
+			if fields := quantityProblems(body, reflect.TypeOf(obj.GetSpec())); len(fields) > 0 {
+				return nil, nil, invalid(fmt.Sprintf("%d invalid field(s)", len(fields)), fields...)
+			}
+		}
 		return nil, nil, decodeError(err, kind)
 	}
 	// Then the Kubernetes decoder, case-sensitive like the API server, for unknown and
@@ -173,13 +178,18 @@ func decodeError(err error, kind v1alpha1.Kind) error {
 			return invalid("the body must be a JSON object", FieldProblem{Reason: "type", Detail: "expected object, got " + te.Value})
 		}
 		return invalid("", FieldProblem{Field: te.Field, Reason: "type", Detail: fmt.Sprintf("expected %s, got %s", jsonTypeName(te.Type), te.Value)})
-	case errors.Is(err, resource.ErrFormatWrong), errors.Is(err, resource.ErrSuffix), errors.Is(err, resource.ErrNumeric):
+	case isQuantityError(err):
 		return invalid("", FieldProblem{Field: "spec", Reason: "invalid", Detail: "a quantity is malformed (write e.g. 10Gi or 500m)"})
 	}
 	if isSyntax, _ := sigsjson.SyntaxErrorOffset(err); isSyntax {
 		return invalid("malformed JSON", FieldProblem{Reason: "syntax", Detail: "malformed JSON"})
 	}
 	return invalid("the body is not a valid "+string(kind)+" document", FieldProblem{Reason: "invalid", Detail: "cannot be decoded"})
+}
+
+// isQuantityError: a resource.Quantity refused its value.
+func isQuantityError(err error) bool {
+	return errors.Is(err, resource.ErrFormatWrong) || errors.Is(err, resource.ErrSuffix) || errors.Is(err, resource.ErrNumeric)
 }
 
 func jsonTypeName(t reflect.Type) string {

@@ -246,6 +246,12 @@ func validationCases() []validationCase {
 		{name: "server/bad-config-key", obj: newServer(func(s *TFRServer) {
 			s.Spec.ConfigData = map[string]string{"openai-base-url": "x"}
 		}), fields: []string{"spec.configData"}, detail: "openai-base-url"},
+		{name: "server/nul-in-secret-value", obj: newServer(func(s *TFRServer) {
+			s.Spec.SecretData = map[string]string{"OPENAI_API_KEY": "sk-\x00hidden"}
+		}), fields: []string{"spec.secretData[OPENAI_API_KEY]"}, goOnly: true, detail: "NUL"},
+		{name: "server/nul-in-config-value", obj: newServer(func(s *TFRServer) {
+			s.Spec.ConfigData = map[string]string{"TFS_PROFILE": "prod\x00"}
+		}), fields: []string{"spec.configData[TFS_PROFILE]"}, goOnly: true, detail: "NUL"},
 		{name: "server/drift-disabled", obj: newServer(func(s *TFRServer) { s.Spec.DriftDetection.Enabled = ptr.To(false) })},
 		{name: "server/drift-interval-too-short", obj: newServer(func(s *TFRServer) {
 			s.Spec.DriftDetection.Interval = &metav1.Duration{Duration: time.Second}

@@ -495,17 +495,28 @@ func envMap(p *field.Path, m map[string]string) field.ErrorList {
 	if len(m) > MaxEnvEntries {
 		return field.ErrorList{field.TooMany(p, len(m), MaxEnvEntries)}
 	}
-	var bad []string
-	for k := range m {
+	var bad, nul []string
+	for k, v := range m {
 		if !reEnvVarName.MatchString(k) {
 			bad = append(bad, k)
 		}
+		if strings.ContainsRune(v, 0) {
+			nul = append(nul, k)
+		}
 	}
-	if len(bad) == 0 {
-		return nil
+	var errs field.ErrorList
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		errs = append(errs, field.Invalid(p, strings.Join(bad, ","), "keys must be environment variable names matching "+PatternEnvVarName))
 	}
-	sort.Strings(bad)
-	return field.ErrorList{field.Invalid(p, strings.Join(bad, ","), "keys must be environment variable names matching "+PatternEnvVarName)}
+	// A process's environment is NUL-terminated: such a value would be cut short (or refused
+	// by the container runtime) long after the spec was accepted. Forbidden, not Invalid, so
+	// that the message never repeats the value (secretData).
+	sort.Strings(nul)
+	for _, k := range nul {
+		errs = append(errs, field.Forbidden(p.Key(k), "a value must not contain a NUL byte"))
+	}
+	return errs
 }
 
 // immutable reports a change of v from old. With always=false an old empty value may not be
