@@ -61,6 +61,9 @@ type Artifact struct {
 	Version string
 	// TakesValues marks the chart that receives the spec's values.
 	TakesValues bool
+	// CRDs names the upstream project whose CustomResourceDefinitions this artifact installs:
+	// the folder under ../shared/upstream/crds/ (see UpstreamCRDs). Empty: it installs none.
+	CRDs string
 }
 
 // PinnedSource is the built-in source of a cluster component.
@@ -86,7 +89,7 @@ var pinnedSources = map[string]PinnedSource{
 	ClusterCertManager: {
 		Component: ClusterCertManager, Kind: SourceHelm,
 		Repo: "https://charts.jetstack.io", Version: "v1.16.2",
-		Artifacts: []Artifact{{Name: "cert-manager", TakesValues: true}},
+		Artifacts: []Artifact{{Name: "cert-manager", TakesValues: true, CRDs: "cert-manager"}},
 		Images: []string{
 			"quay.io/jetstack/cert-manager-controller", "quay.io/jetstack/cert-manager-webhook",
 			"quay.io/jetstack/cert-manager-cainjector", "quay.io/jetstack/cert-manager-acmesolver",
@@ -107,7 +110,7 @@ var pinnedSources = map[string]PinnedSource{
 	ClusterIstio: {
 		Component: ClusterIstio, Kind: SourceHelm,
 		Repo: istioChartRepo, Version: "1.24.2",
-		Artifacts: []Artifact{{Name: "base"}, {Name: "istiod", TakesValues: true}},
+		Artifacts: []Artifact{{Name: "base", CRDs: "istio"}, {Name: "istiod", TakesValues: true}},
 		Images:    []string{"docker.io/istio/pilot", "docker.io/istio/proxyv2"},
 		mirrorValues: func(m func(string) string) map[string]map[string]any {
 			// The hub also names the proxy image injected into sidecars and gateways.
@@ -123,7 +126,7 @@ var pinnedSources = map[string]PinnedSource{
 	ClusterCNPGOperator: {
 		Component: ClusterCNPGOperator, Kind: SourceManifest, Version: "1.25.0",
 		Artifacts: []Artifact{{
-			Name: "cnpg.yaml",
+			Name: "cnpg.yaml", CRDs: "cnpg",
 			URL:  "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v{version}/cnpg-{version}.yaml",
 		}},
 		Images: []string{"ghcr.io/cloudnative-pg/cloudnative-pg"},
@@ -131,7 +134,7 @@ var pinnedSources = map[string]PinnedSource{
 	ClusterMinIOOperator: {
 		Component: ClusterMinIOOperator, Kind: SourceHelm,
 		Repo: "https://operator.min.io", Version: "6.0.4",
-		Artifacts: []Artifact{{Name: "operator", TakesValues: true}},
+		Artifacts: []Artifact{{Name: "operator", TakesValues: true, CRDs: "minio-operator"}},
 		Images:    []string{"quay.io/minio/operator"},
 		mirrorValues: func(m func(string) string) map[string]map[string]any {
 			return map[string]map[string]any{"operator": {"operator": map[string]any{"image": map[string]any{"repository": m("quay.io/minio/operator")}}}}
@@ -140,10 +143,10 @@ var pinnedSources = map[string]PinnedSource{
 	ClusterRabbitMQOperator: {
 		Component: ClusterRabbitMQOperator, Kind: SourceManifest, Version: "2.11.0",
 		Artifacts: []Artifact{
-			{Name: "cluster-operator.yml", URL: "https://github.com/rabbitmq/cluster-operator/releases/download/v{version}/cluster-operator.yml"},
+			{Name: "cluster-operator.yml", CRDs: "rabbitmq-cluster-operator", URL: "https://github.com/rabbitmq/cluster-operator/releases/download/v{version}/cluster-operator.yml"},
 			// The variant whose webhook certificate cert-manager issues (the plain one expects
 			// a hand-made Secret).
-			{Name: "messaging-topology-operator-with-certmanager.yaml", Version: "1.15.0",
+			{Name: "messaging-topology-operator-with-certmanager.yaml", Version: "1.15.0", CRDs: "rabbitmq-messaging-topology-operator",
 				URL: "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v{version}/messaging-topology-operator-with-certmanager.yaml"},
 		},
 		Images: []string{"docker.io/rabbitmqoperator/cluster-operator", "docker.io/rabbitmqoperator/messaging-topology-operator"},
@@ -200,6 +203,29 @@ func PinnedClusterSources() []PinnedSource {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Component < out[j].Component })
+	return out
+}
+
+// UpstreamCRD is one upstream project's CRDs at the version the pins install.
+type UpstreamCRD struct {
+	// Project is the folder name under ../shared/upstream/crds/ ("cert-manager", "istio" …).
+	Project string
+	// Version is the pinned version, spelled as the pin spells it (cert-manager with a "v").
+	Version string
+}
+
+// UpstreamCRDs lists, sorted by project, the CRDs the pinned cluster sources install: what
+// tests load into a local control plane instead of the stand-ins' accept-anything CRDs.
+func UpstreamCRDs() []UpstreamCRD {
+	var out []UpstreamCRD
+	for _, s := range pinnedSources {
+		for _, a := range s.Artifacts {
+			if a.CRDs != "" {
+				out = append(out, UpstreamCRD{Project: a.CRDs, Version: s.version(a, v1alpha1.ComponentSource{})})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Project < out[j].Project })
 	return out
 }
 

@@ -49,6 +49,12 @@ func Install(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	return Apply(ctx, cfg, defs)
+}
+
+// Apply creates or updates any CRDs (TFRS's own or an upstream project's) and waits until the
+// API server serves them.
+func Apply(ctx context.Context, cfg *rest.Config, defs []*apiextensionsv1.CustomResourceDefinition) error {
 	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err

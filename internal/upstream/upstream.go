@@ -1,0 +1,115 @@
+// Package upstream finds the real upstream CRDs that tests validate against: the unmodified
+// CustomResourceDefinitions of cert-manager, Istio, CloudNativePG, the MinIO operator and the
+// RabbitMQ operators, kept beside the checkout in ../shared/upstream/crds/<project>/<version>/
+// (or wherever TFRS_UPSTREAM points). They are test data the project reads and never copies:
+// a user's own clone may not have them, so a test that needs them skips, naming what to
+// provide, except under CI=true, where their absence is a failure.
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// EnvVar overrides where the upstream folder is.
+const EnvVar = "TFRS_UPSTREAM"
+
+// Root is the upstream folder: $TFRS_UPSTREAM, else ../shared/upstream beside the checkout.
+func Root() string {
+	if r := os.Getenv(EnvVar); r != "" {
+		return r
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "upstream")
+}
+
+// Dir is the folder of one project's CRDs at one version.
+func Dir(project, version string) string {
+	return filepath.Join(Root(), "crds", project, version)
+}
+
+// ErrMissing is returned when a project's CRDs at a version are not there.
+var ErrMissing = errors.New("upstream CRDs missing")
+
+// Load reads every CustomResourceDefinition of one project at one version, sorted by name.
+func Load(project, version string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	dir := Dir(project, version)
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w: no %s %s CRDs in %s", ErrMissing, project, version, dir)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, f := range files {
+		defs, err := readFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, defs...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func readFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	r := utilyaml.NewYAMLReader(bufioReader(b))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		c := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(doc, c); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if c.Kind == "" && c.Name == "" {
+			continue // a document of comments only
+		}
+		if c.Kind != "CustomResourceDefinition" {
+			return nil, fmt.Errorf("%s: a %s, not a CustomResourceDefinition", path, c.Kind)
+		}
+		out = append(out, c)
+	}
+}
+
+// Require returns when the upstream folder exists. Otherwise it skips the test, saying
+// what to provide, or fails it under CI=true (CI always has ../shared beside the checkout).
+func Require(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(Root(), "crds")); err == nil {
+		return
+	}
+	msg := fmt.Sprintf("the real upstream CRDs are not at %s/crds: put the shared upstream folder beside the checkout (../shared/upstream) or set %s", Root(), EnvVar)
+	if strings.EqualFold(os.Getenv("CI"), "true") {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
