@@ -127,7 +127,7 @@ var pinnedSources = map[string]PinnedSource{
 		Component: ClusterCNPGOperator, Kind: SourceManifest, Version: "1.25.0",
 		Artifacts: []Artifact{{
 			Name: "cnpg.yaml", CRDs: "cnpg",
-			URL:  "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v{version}/cnpg-{version}.yaml",
+			URL: "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v{version}/cnpg-{version}.yaml",
 		}},
 		Images: []string{"ghcr.io/cloudnative-pg/cloudnative-pg"},
 	},
