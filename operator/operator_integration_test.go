@@ -28,9 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -109,6 +109,7 @@ var shared struct {
 
 func integrationEnv(t *testing.T) *itEnv {
 	t.Helper()
+	upstream.Require(t) // the stand-in charts ship no CRDs: the real upstream ones are installed
 	shared.once.Do(func() {
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -120,7 +121,7 @@ func integrationEnv(t *testing.T) *itEnv {
 		}
 		shared.cp = cp
 		e := &itEnv{cp: cp}
-		if shared.err = crd.Install(ctx, cp.RESTConfig); shared.err != nil {
+		if shared.err = testenv.InstallCRDs(ctx, cp.RESTConfig); shared.err != nil {
 			return
 		}
 		// Everything a deployment applies: the namespace, the service account, both roles and

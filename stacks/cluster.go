@@ -7,6 +7,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
@@ -102,6 +103,12 @@ func clusterProgram(ctx *pulumi.Context, in ClusterInput) (pulumi.Map, error) {
 	p, err := planCluster(tc)
 	if err != nil {
 		return nil, err
+	}
+	if r := p.registry; r != nil && r.PasswordFrom != nil && program.Rendering(ctx) {
+		// No cluster to read the password Secret from: the rendered pull Secret carries a
+		// placeholder naming it (`tfrs render` says so; --omit-secrets drops the Secret).
+		ref := r.PasswordFrom
+		r.Password, r.PasswordFrom = program.RenderPlaceholder("Secret "+ref.Namespace+"/"+ref.Name+" key "+ref.Key), nil
 	}
 	c := &clusterComponents{}
 	if err := newGraphBuilder(in.Graph, clusterDependsOn).register(c.steps(ctx, &tc.Spec, p)); err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
+	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
@@ -801,8 +802,8 @@ func TestBrokerURL(t *testing.T) {
 }
 
 // TestTenantStandIns points the charts at the stand-ins under testdata/tenant, checks that
-// they exist, and that every custom resource the program creates is served by a stand-in CRD
-// (testdata/cluster: the operators' kinds and Istio's, which istio base installs).
+// they exist at the pinned versions, and that every custom resource the program creates is
+// served by a real upstream CRD of the pinned versions (the operators' kinds and Istio's).
 func TestTenantStandIns(t *testing.T) {
 	root, err := filepath.Abs("testdata/tenant")
 	if err != nil {
@@ -824,31 +825,21 @@ func TestTenantStandIns(t *testing.T) {
 		src := tenantPinned(strings.TrimSuffix(ch.Name, "-chart"))
 		check(t, ch.Name+" stand-in", []string{meta.Name, meta.Version}, []string{src.Artifacts[0].Name, src.Version})
 	}
+	upstream.Require(t)
+	var refs []upstream.Ref
+	for _, u := range UpstreamCRDs() {
+		refs = append(refs, upstream.Ref{Project: u.Project, Version: u.Version})
+	}
+	defs, err := upstream.LoadAll(refs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := map[string]bool{}
-	for _, dir := range []string{"testdata/cluster", "testdata/tenant"} {
-		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml") {
-				return err
+	for _, crd := range defs {
+		for _, v := range crd.Spec.Versions {
+			if v.Served {
+				served[fmt.Sprintf("kubernetes:%s/%s:%s", crd.Spec.Group, v.Name, crd.Spec.Names.Kind)] = true
 			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			for _, doc := range strings.Split(string(b), "\n---") {
-				var crd apiextensionsv1.CustomResourceDefinition
-				if yaml.Unmarshal([]byte(doc), &crd) != nil || crd.Kind != "CustomResourceDefinition" {
-					continue
-				}
-				for _, v := range crd.Spec.Versions {
-					if v.Served {
-						served[fmt.Sprintf("kubernetes:%s/%s:%s", crd.Spec.Group, v.Name, crd.Spec.Names.Kind)] = true
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
 	kinds := map[string]bool{}
@@ -859,7 +850,7 @@ func TestTenantStandIns(t *testing.T) {
 		}
 		kinds[reg.Type] = true
 		if !served[reg.Type] {
-			t.Errorf("no stand-in CRD serves %s", reg.Type)
+			t.Errorf("no pinned upstream CRD serves %s", reg.Type)
 		}
 	}
 	if len(kinds) != 5 {

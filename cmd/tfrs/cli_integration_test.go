@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
@@ -20,7 +20,7 @@ import (
 // shows every component up to date.
 func TestCLIPreviewShowsExactlyTheEdit(t *testing.T) {
 	start := time.Now()
-	cp := controlplane.StartT(t)
+	cp := testenv.ControlPlane(t)
 	t.Setenv("TFRS_PASSPHRASE", "cli-integration-"+t.Name())
 	state := t.TempDir()
 	common := []string{"--state-dir", state, "--kubeconfig", cp.KubeconfigPath}

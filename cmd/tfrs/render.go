@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
@@ -40,6 +41,7 @@ func runRender(ctx context.Context, args []string) error {
 	out := fset.String("o", "", "output directory; each stack renders into DIR/<stack>/ (replaced)")
 	omitSecrets := fset.Bool("omit-secrets", false, "delete the rendered Secret manifests (they hold freshly generated credentials in plain text)")
 	progress := fset.Bool("progress", false, "print progress on stderr even when it is not a terminal")
+	kubeVersion := fset.String("kube-version", defaultKubeVersion, "the Kubernetes version charts render for (a chart's kubeVersion constraint and .Capabilities see it)")
 	if err := fset.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +56,7 @@ func runRender(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	eng, cleanup, err := renderEngine(ctx)
+	eng, cleanup, err := renderEngine(ctx, *kubeVersion)
 	if err != nil {
 		return err
 	}
@@ -92,6 +94,10 @@ func runRender(ctx context.Context, args []string) error {
 			fmt.Printf(" (%d Secret(s) omitted)", removed)
 		}
 		fmt.Println()
+		if ref := passwordSecretRef(p.obj); ref != nil && !*omitSecrets {
+			fmt.Printf("%s: the pull Secret holds a placeholder password: with no cluster, Secret %s/%s key %s cannot be read (apply fills it in; --omit-secrets leaves the Secret out)\n",
+				p.target, ref.Namespace, ref.Name, ref.Key)
+		}
 	}
 	return nil
 }
@@ -106,9 +112,10 @@ func renderStack(t kinds.Target) string {
 }
 
 // renderEngine is an engine over a throwaway file backend in a temp dir, with a random
-// passphrase (nothing needs to decrypt this state later) and no way to reach a cluster: no
-// kubeconfig and no in-cluster service account, so a render never reads or changes one.
-func renderEngine(ctx context.Context) (*engine.Engine, func(), error) {
+// passphrase (nothing needs to decrypt this state later) and no way to reach a cluster: its
+// kubeconfig names only the loopback discovery server (render_discovery.go) and there is no
+// in-cluster service account, so a render never reads or changes one.
+func renderEngine(ctx context.Context, kubeVersion string) (*engine.Engine, func(), error) {
 	tmp, err := os.MkdirTemp("", "tfrs-render-")
 	if err != nil {
 		return nil, nil, err
@@ -118,18 +125,24 @@ func renderEngine(ctx context.Context) (*engine.Engine, func(), error) {
 		os.RemoveAll(tmp)
 		return nil, nil, err
 	}
-	eng, err := engine.New(ctx, engine.Options{
-		StateDir: tmp, Passphrase: hex.EncodeToString(key), MaxConcurrent: 2,
-		Env: map[string]string{
-			"KUBECONFIG":              filepath.Join(tmp, "no-cluster.kubeconfig"),
-			"KUBERNETES_SERVICE_HOST": "",
-		},
-	})
+	disco, err := startDiscovery(tmp, kubeVersion)
 	if err != nil {
 		os.RemoveAll(tmp)
 		return nil, nil, err
 	}
-	return eng, func() { _ = eng.Close(); _ = os.RemoveAll(tmp) }, nil
+	eng, err := engine.New(ctx, engine.Options{
+		StateDir: tmp, Passphrase: hex.EncodeToString(key), MaxConcurrent: 2,
+		Env: map[string]string{
+			"KUBECONFIG":              disco.kubeconfig,
+			"KUBERNETES_SERVICE_HOST": "",
+		},
+	})
+	if err != nil {
+		disco.Close()
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	return eng, func() { _ = eng.Close(); disco.Close(); _ = os.RemoveAll(tmp) }, nil
 }
 
 // renderParents hands children their parents' outputs from the stacks rendered in this run.
@@ -184,4 +197,13 @@ func tidyRendered(dir string, omitSecrets bool) (kept, removed int, err error) {
 		return nil
 	})
 	return kept, removed, err
+}
+
+// passwordSecretRef is a cluster's registry password Secret, which a render cannot read.
+func passwordSecretRef(obj v1alpha1.Object) *v1alpha1.SecretKeyRef {
+	tc, ok := obj.(*v1alpha1.TFRCluster)
+	if !ok || tc.Spec.ImageRegistry == nil || tc.Spec.ImageRegistry.Credentials == nil {
+		return nil
+	}
+	return tc.Spec.ImageRegistry.Credentials.PasswordSecretRef
 }

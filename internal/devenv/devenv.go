@@ -19,10 +19,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 	"github.com/tfrs-io/tfrs-operator/operator"
 	"github.com/tfrs-io/tfrs-operator/server"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -108,7 +111,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		return nil, err
 	}
 	e.KubeconfigPath = e.CP.KubeconfigPath
-	if err := crd.Install(ctx, e.CP.RESTConfig); err != nil {
+	if err := installCRDs(ctx, e.CP.RESTConfig, log); err != nil {
 		return nil, err
 	}
 	kubeconfig, err := os.ReadFile(e.KubeconfigPath)
@@ -238,4 +241,28 @@ func ensureSecretFile(path string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(hex.EncodeToString(b)+"\n"), 0o600)
+}
+
+// standInCRDs are accept-anything stand-ins of the upstream CRDs, for a checkout without the
+// real ones beside it (testenv.RepoRoot is the checkout this binary was built from).
+var standInCRDs = filepath.Join(testenv.RepoRoot(), "stacks", "testdata", "crds", "standins.yaml")
+
+// installCRDs installs TFRS's CRDs and, as a cluster with its operators' CRDs in place, the
+// real upstream CRDs of the pinned versions (../shared/upstream). A checkout without them
+// gets the accept-anything stand-ins instead, said in the log: the demo runs, but the
+// custom resources are then not checked against any schema.
+func installCRDs(ctx context.Context, cfg *rest.Config, log *slog.Logger) error {
+	if upstream.Present() {
+		return testenv.InstallCRDs(ctx, cfg)
+	}
+	log.Warn("no upstream CRDs beside the checkout: installing accept-anything stand-ins", "missing", upstream.Root(), "standIns", standInCRDs)
+	own, err := crd.Definitions()
+	if err != nil {
+		return err
+	}
+	defs, err := upstream.ReadFile(standInCRDs)
+	if err != nil {
+		return err
+	}
+	return crd.Apply(ctx, cfg, append(own, defs...))
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
@@ -13,33 +14,53 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
-// PinnedCRDs are the real upstream CRDs of every project the pinned cluster sources install,
-// at the pinned versions. The test skips (fails under CI=true) when they are not there.
-func PinnedCRDs(t testing.TB) []*apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	upstream.Require(t)
-	var out []*apiextensionsv1.CustomResourceDefinition
+// PinnedRefs are the upstream projects and versions whose CRDs the pinned cluster sources
+// install.
+func PinnedRefs() []upstream.Ref {
+	var out []upstream.Ref
 	for _, u := range stacks.UpstreamCRDs() {
-		defs, err := upstream.Load(u.Project, u.Version)
-		if err != nil {
-			t.Fatalf("pinned %s %s: %v", u.Project, u.Version, err)
-		}
-		out = append(out, defs...)
+		out = append(out, upstream.Ref{Project: u.Project, Version: u.Version})
 	}
 	return out
 }
 
-// ControlPlane starts a local control plane for the test with the real upstream CRDs of the
-// pinned versions installed (the stand-in charts ship none), as a cluster whose operators'
-// CRDs are in place. It skips (fails under CI=true) without ../shared/upstream.
+// PinnedCRDs are the real upstream CRDs at the pinned versions. The test skips (fails under
+// CI=true) when they are not there.
+func PinnedCRDs(t testing.TB) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	upstream.Require(t)
+	defs, err := upstream.LoadAll(PinnedRefs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return defs
+}
+
+// InstallCRDs installs TFRS's own CRDs and the real upstream CRDs of the pinned versions (the
+// stand-in charts ship none), as on a cluster whose operators' CRDs are in place. Callers check
+// upstream.Require first: without ../shared/upstream this returns upstream.ErrMissing.
+func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
+	defs, err := upstream.LoadAll(PinnedRefs())
+	if err != nil {
+		return err
+	}
+	own, err := crd.Definitions()
+	if err != nil {
+		return err
+	}
+	return crd.Apply(ctx, cfg, append(own, defs...))
+}
+
+// ControlPlane starts a local control plane for the test with TFRS's and the pinned upstream
+// CRDs installed. It skips (fails under CI=true) without ../shared/upstream.
 func ControlPlane(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
-	defs := PinnedCRDs(t)
+	upstream.Require(t)
 	cp := controlplane.StartT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := crd.Apply(ctx, cp.RESTConfig, defs); err != nil {
-		t.Fatalf("install the upstream CRDs: %v", err)
+	if err := InstallCRDs(ctx, cp.RESTConfig); err != nil {
+		t.Fatalf("install the CRDs: %v", err)
 	}
 	return cp
 }

@@ -56,7 +56,7 @@ func Load(project, version string) ([]*apiextensionsv1.CustomResourceDefinition,
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, f := range files {
-		defs, err := readFile(f)
+		defs, err := ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +66,30 @@ func Load(project, version string) ([]*apiextensionsv1.CustomResourceDefinition,
 	return out, nil
 }
 
-func readFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// Ref names one project's CRDs at one version.
+type Ref struct{ Project, Version string }
+
+// LoadAll reads the CRDs of every ref, in order.
+func LoadAll(refs []Ref) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, r := range refs {
+		defs, err := Load(r.Project, r.Version)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, defs...)
+	}
+	return out, nil
+}
+
+// Present reports whether the upstream folder is there at all.
+func Present() bool {
+	_, err := os.Stat(filepath.Join(Root(), "crds"))
+	return err == nil
+}
+
+// ReadFile reads the CustomResourceDefinitions of one multi-document YAML file.
+func ReadFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -102,7 +125,7 @@ func readFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 // what to provide, or fails it under CI=true (CI always has ../shared beside the checkout).
 func Require(t testing.TB) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(Root(), "crds")); err == nil {
+	if Present() {
 		return
 	}
 	msg := fmt.Sprintf("the real upstream CRDs are not at %s/crds: put the shared upstream folder beside the checkout (../shared/upstream) or set %s", Root(), EnvVar)

@@ -274,7 +274,7 @@ func (r *Runner) request(stack string, prog programFunc, op Op, tags map[string]
 const (
 	ConfigKubeconfig  = "kubernetes:kubeconfig"
 	ConfigKubeContext = "kubernetes:context"
-	ConfigRenderDir   = "kubernetes:renderYamlToDirectory"
+	ConfigRenderDir   = program.ConfigRenderDir
 )
 
 func (r *Runner) config() map[string]engine.ConfigValue {

@@ -32,7 +32,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 )
@@ -148,7 +147,7 @@ func run(ctx context.Context, c config) error {
 	}
 	defer cp.Stop()
 	b.kubeconfig = cp.KubeconfigPath
-	if err := crd.Install(ctx, cp.RESTConfig); err != nil {
+	if err := testenv.InstallCRDs(ctx, cp.RESTConfig); err != nil {
 		return err
 	}
 	if _, err := b.kubectl(ctx, "create", "namespace", crNamespace); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
@@ -26,7 +27,7 @@ type env struct {
 
 func newEnv(t *testing.T, timeout time.Duration) *env {
 	t.Helper()
-	cp := controlplane.StartT(t)
+	cp := testenv.ControlPlane(t)
 	kc, err := cp.Kubeconfig()
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
