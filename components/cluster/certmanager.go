@@ -3,10 +3,10 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
@@ -79,13 +79,9 @@ func NewCertManager(ctx *pulumi.Context, name string, args *CertManagerArgs, opt
 	if err != nil {
 		return nil, err
 	}
-	issuer, err := apiextensions.NewCustomResource(ctx, name+"-issuer", &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(certManagerV1),
-		Kind:       pulumi.String("ClusterIssuer"),
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(args.IssuerName)},
-		OtherFields: map[string]any{
-			"spec": issuerSpec,
-		},
+	issuer, err := crs.New(ctx, name+"-issuer", crs.Args{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.IssuerName)},
+		Spec:     issuerSpec,
 	}, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{chart}))
 	if err != nil {
 		return nil, err
@@ -94,31 +90,27 @@ func NewCertManager(ctx *pulumi.Context, name string, args *CertManagerArgs, opt
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"issuerName": c.IssuerName})
 }
 
-func (a *CertManagerArgs) issuerSpec() (map[string]any, error) {
+// issuerSpec is the ClusterIssuer the args ask for.
+func (a *CertManagerArgs) issuerSpec() (crs.ClusterIssuerSpec, error) {
 	if a.IssuerName == "" {
-		return nil, fmt.Errorf("cert-manager: issuer name is required")
+		return crs.ClusterIssuerSpec{}, fmt.Errorf("cert-manager: issuer name is required")
 	}
 	switch a.Issuer {
 	case IssuerSelfSigned, "":
-		return map[string]any{"selfSigned": map[string]any{}}, nil
+		return crs.SelfSignedClusterIssuer(), nil
 	case IssuerACME:
 		if a.ACMEEmail == "" || a.ACMEServer == "" {
-			return nil, fmt.Errorf("cert-manager: ACME issuer needs an email and a server")
+			return crs.ClusterIssuerSpec{}, fmt.Errorf("cert-manager: ACME issuer needs an email and a server")
 		}
-		return map[string]any{"acme": map[string]any{
-			"email":               a.ACMEEmail,
-			"server":              a.ACMEServer,
-			"privateKeySecretRef": map[string]any{"name": a.IssuerName + "-account-key"},
-			// HTTP-01 through Istio's Ingress support (istiod's ingressClass "istio",
-			// pointed at the istio-ingress gateway by the Istio component).
-			"solvers": []any{map[string]any{"http01": map[string]any{"ingress": map[string]any{"ingressClassName": "istio"}}}},
-		}}, nil
+		// HTTP-01 through Istio's Ingress support (istiod's ingressClass "istio", pointed at
+		// the istio-ingress gateway by the Istio component).
+		return crs.ACMEClusterIssuer(a.ACMEEmail, a.ACMEServer, a.IssuerName+"-account-key", "istio"), nil
 	case IssuerCA:
 		if a.CASecretName == "" {
-			return nil, fmt.Errorf("cert-manager: CA issuer needs a secret name")
+			return crs.ClusterIssuerSpec{}, fmt.Errorf("cert-manager: CA issuer needs a secret name")
 		}
-		return map[string]any{"ca": map[string]any{"secretName": a.CASecretName}}, nil
+		return crs.CAClusterIssuer(a.CASecretName), nil
 	default:
-		return nil, fmt.Errorf("cert-manager: unknown issuer kind %q", a.Issuer)
+		return crs.ClusterIssuerSpec{}, fmt.Errorf("cert-manager: unknown issuer kind %q", a.Issuer)
 	}
 }

@@ -46,14 +46,6 @@ const (
 	ImageRegistryType         = "tfrs:cluster:ImageRegistry"
 )
 
-// API versions of the custom resources the components create.
-const (
-	istioNetworkingV1       = "networking.istio.io/v1"
-	istioNetworkingV1alpha3 = "networking.istio.io/v1alpha3" // EnvoyFilter has no v1
-	istioTelemetryV1        = "telemetry.istio.io/v1"
-	certManagerV1           = "cert-manager.io/v1"
-)
-
 // ChartRef is a Helm chart to render and the values to merge over the component's own (the
 // kit's type; see the kit for its fields).
 type ChartRef = kit.ChartRef

@@ -7,6 +7,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
 
@@ -48,7 +49,7 @@ func NewEnvoyFilterCookie(ctx *pulumi.Context, name string, args *EnvoyFilterArg
 	if err := ctx.RegisterComponentResource(EnvoyFilterCookieType, name, c, opts...); err != nil {
 		return nil, err
 	}
-	ef, err := newEnvoyFilter(ctx, c, name+"-envoyfilter", CookieFilterName, cookieFilterPriority, []any{luaPatch("tfrs.cookie", code)})
+	ef, err := newEnvoyFilter(ctx, c, name+"-envoyfilter", CookieFilterName, cookieFilterPriority, crs.LuaFilterPatch("tfrs.cookie", code))
 	if err != nil {
 		return nil, err
 	}
@@ -80,20 +81,7 @@ func NewEnvoyFilterLuaRouting(ctx *pulumi.Context, name string, args *EnvoyFilte
 	if err := ctx.RegisterComponentResource(EnvoyFilterLuaRoutingType, name, c, opts...); err != nil {
 		return nil, err
 	}
-	routePatch := map[string]any{
-		"applyTo": "HTTP_ROUTE",
-		"match": map[string]any{
-			"context":            "GATEWAY",
-			"routeConfiguration": map[string]any{"vhost": map[string]any{"route": map[string]any{"name": APIRouteName}}},
-		},
-		"patch": map[string]any{
-			// cluster_header is in the same oneof as the cluster Istio generated for the
-			// VirtualService's placeholder destination, so MERGE replaces it.
-			"operation": "MERGE",
-			"value":     map[string]any{"route": map[string]any{"cluster_header": routing.HeaderUpstreamCluster}},
-		},
-	}
-	ef, err := newEnvoyFilter(ctx, c, name+"-envoyfilter", RoutingFilterName, routeFilterPriority, []any{luaPatch("tfrs.routing", code), routePatch})
+	ef, err := newEnvoyFilter(ctx, c, name+"-envoyfilter", RoutingFilterName, routeFilterPriority, crs.LuaFilterPatch("tfrs.routing", code), crs.ClusterHeaderPatch(APIRouteName, routing.HeaderUpstreamCluster))
 	if err != nil {
 		return nil, err
 	}
@@ -101,41 +89,9 @@ func NewEnvoyFilterLuaRouting(ctx *pulumi.Context, name string, args *EnvoyFilte
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }
 
-// luaPatch inserts an Envoy Lua HTTP filter before the router of the gateway's listeners.
-func luaPatch(filterName, code string) map[string]any {
-	return map[string]any{
-		"applyTo": "HTTP_FILTER",
-		"match": map[string]any{
-			"context": "GATEWAY",
-			"listener": map[string]any{"filterChain": map[string]any{"filter": map[string]any{
-				"name":      "envoy.filters.network.http_connection_manager",
-				"subFilter": map[string]any{"name": "envoy.filters.http.router"},
-			}}},
-		},
-		"patch": map[string]any{
-			"operation": "INSERT_BEFORE",
-			"value": map[string]any{
-				"name": filterName,
-				"typed_config": map[string]any{
-					"@type":               "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
-					"default_source_code": map[string]any{"inline_string": code},
-				},
-			},
-		},
-	}
-}
-
-func newEnvoyFilter(ctx *pulumi.Context, parent pulumi.Resource, name, k8sName string, priority int, patches []any) (*apiextensions.CustomResource, error) {
-	return apiextensions.NewCustomResource(ctx, name, &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(istioNetworkingV1alpha3),
-		Kind:       pulumi.String("EnvoyFilter"),
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(k8sName), Namespace: pulumi.String(IngressNamespace)},
-		OtherFields: map[string]any{
-			"spec": map[string]any{
-				"workloadSelector": map[string]any{"labels": map[string]any{IngressSelectorLabel: IngressSelectorValue}},
-				"priority":         priority,
-				"configPatches":    patches,
-			},
-		},
+func newEnvoyFilter(ctx *pulumi.Context, parent pulumi.Resource, name, k8sName string, priority int, patches ...crs.EnvoyConfigPatch) (*apiextensions.CustomResource, error) {
+	return crs.New(ctx, name, crs.Args{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(k8sName), Namespace: pulumi.String(IngressNamespace)},
+		Spec:     crs.EnvoyFilter(gatewayPods(), priority, patches...),
 	}, pulumi.Parent(parent))
 }

@@ -3,9 +3,10 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // Names of the API entry. The Gateway and the certificate Secret live in IngressNamespace:
@@ -18,6 +19,11 @@ const (
 
 // APIHost is the host of the TFRobot API: "api.<domain>".
 func APIHost(domain string) string { return "api." + domain }
+
+// gatewayPods selects the ingress gateway pods (the Gateway's and EnvoyFilters' selector).
+func gatewayPods() map[string]string {
+	return map[string]string{IngressSelectorLabel: IngressSelectorValue}
+}
 
 // GatewayRef is how a VirtualService names the API Gateway: "<namespace>/<name>".
 func GatewayRef() string { return IngressNamespace + "/" + APIGatewayName }
@@ -57,51 +63,20 @@ func NewGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts ...pul
 		return nil, err
 	}
 	host := APIHost(args.Domain)
-	dnsNames := []any{host}
+	dnsNames := []string{host}
 	if args.Wildcard {
 		dnsNames = append(dnsNames, "*."+args.Domain)
 	}
 	// Istio serves the Gateway as soon as the Secret appears, so the two need no order.
-	if _, err := apiextensions.NewCustomResource(ctx, name+"-certificate", &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(certManagerV1),
-		Kind:       pulumi.String("Certificate"),
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(apiCertName), Namespace: pulumi.String(IngressNamespace)},
-		OtherFields: map[string]any{
-			"spec": pulumi.Map{
-				"secretName": pulumi.String(APITLSSecretName),
-				"commonName": pulumi.String(host),
-				"dnsNames":   pulumi.ToArray(dnsNames),
-				"issuerRef": pulumi.Map{
-					"group": pulumi.String("cert-manager.io"),
-					"kind":  pulumi.String("ClusterIssuer"),
-					"name":  pulumi.String(args.IssuerName),
-				},
-			},
-		},
+	if _, err := crs.New(ctx, name+"-certificate", crs.Args{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(apiCertName), Namespace: pulumi.String(IngressNamespace)},
+		Spec:     crs.Certificate(APITLSSecretName, host, dnsNames, args.IssuerName),
 	}, pulumi.Parent(c)); err != nil {
 		return nil, err
 	}
-	gw, err := apiextensions.NewCustomResource(ctx, name+"-gateway", &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(istioNetworkingV1),
-		Kind:       pulumi.String("Gateway"),
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(APIGatewayName), Namespace: pulumi.String(IngressNamespace)},
-		OtherFields: map[string]any{
-			"spec": map[string]any{
-				"selector": map[string]any{IngressSelectorLabel: IngressSelectorValue},
-				"servers": []any{
-					map[string]any{
-						"port":  map[string]any{"number": IngressHTTPPort, "name": "http", "protocol": "HTTP"},
-						"hosts": []any{host},
-						"tls":   map[string]any{"httpsRedirect": true},
-					},
-					map[string]any{
-						"port":  map[string]any{"number": IngressHTTPSPort, "name": "https", "protocol": "HTTPS"},
-						"hosts": []any{host},
-						"tls":   map[string]any{"mode": "SIMPLE", "credentialName": APITLSSecretName},
-					},
-				},
-			},
-		},
+	gw, err := crs.New(ctx, name+"-gateway", crs.Args{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(APIGatewayName), Namespace: pulumi.String(IngressNamespace)},
+		Spec:     crs.HTTPSGateway(gatewayPods(), host, IngressHTTPPort, IngressHTTPSPort, APITLSSecretName),
 	}, pulumi.Parent(c))
 	if err != nil {
 		return nil, err

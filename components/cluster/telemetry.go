@@ -3,9 +3,10 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // MeshTelemetryName is the mesh-wide Telemetry. A Telemetry in the root namespace
@@ -42,21 +43,9 @@ func NewIstioTelemetry(ctx *pulumi.Context, name string, args *IstioTelemetryArg
 	if err := ctx.RegisterComponentResource(IstioTelemetryType, name, c, opts...); err != nil {
 		return nil, err
 	}
-	spec := map[string]any{
-		// "envoy" is Istio's built-in stdout access log provider.
-		"accessLogging": []any{map[string]any{"providers": []any{map[string]any{"name": "envoy"}}}},
-	}
-	if args.TracingProvider != "" {
-		spec["tracing"] = []any{map[string]any{
-			"providers":                []any{map[string]any{"name": args.TracingProvider}},
-			"randomSamplingPercentage": args.SamplingPercent,
-		}}
-	}
-	t, err := apiextensions.NewCustomResource(ctx, name+"-telemetry", &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(istioTelemetryV1),
-		Kind:        pulumi.String("Telemetry"),
-		Metadata:    &metav1.ObjectMetaArgs{Name: pulumi.String(MeshTelemetryName), Namespace: pulumi.String(IstioNamespace)},
-		OtherFields: map[string]any{"spec": spec},
+	t, err := crs.New(ctx, name+"-telemetry", crs.Args{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(MeshTelemetryName), Namespace: pulumi.String(IstioNamespace)},
+		Spec:     crs.MeshTelemetry(args.TracingProvider, args.SamplingPercent),
 	}, pulumi.Parent(c))
 	if err != nil {
 		return nil, err

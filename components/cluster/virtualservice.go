@@ -3,10 +3,10 @@ package cluster
 import (
 	"fmt"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
 
@@ -49,23 +49,9 @@ func NewClusterVirtualService(ctx *pulumi.Context, name string, args *ClusterVir
 		return nil, err
 	}
 	host := APIHost(args.Domain)
-	if _, err := apiextensions.NewCustomResource(ctx, name+"-virtualservice", &apiextensions.CustomResourceArgs{
-		ApiVersion: pulumi.String(istioNetworkingV1),
-		Kind:       pulumi.String("VirtualService"),
-		Metadata:   &metav1.ObjectMetaArgs{Name: pulumi.String(APIVirtualServiceName), Namespace: pulumi.String(IngressNamespace)},
-		OtherFields: map[string]any{
-			"spec": pulumi.Map{
-				"hosts":    pulumi.ToArray([]any{host}),
-				"gateways": pulumi.ToArray([]any{args.Gateway}),
-				"http": pulumi.ToArray([]any{map[string]any{
-					"name": APIRouteName,
-					"route": []any{map[string]any{"destination": map[string]any{
-						"host": unroutedHost,
-						"port": map[string]any{"number": routing.UpstreamPort},
-					}}},
-				}}),
-			},
-		},
+	if _, err := crs.New(ctx, name+"-virtualservice", crs.Args{
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(APIVirtualServiceName), Namespace: pulumi.String(IngressNamespace)},
+		Spec:     crs.SingleRouteVirtualService(host, args.Gateway, APIRouteName, unroutedHost, routing.UpstreamPort),
 	}, pulumi.Parent(c)); err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
-	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // ConfzKey is the key of the Confz TOML in its Secret and the file name it is mounted as.
@@ -87,7 +87,6 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 
 // broker registers the robot's vhost, user and permission.
 func (c *Confz) broker(ctx *pulumi.Context, name string, r Robot, b *BrokerArgs) error {
-	clusterRef := map[string]any{"name": b.Cluster}
 	// The keys the operator reads from an importCredentialsSecret.
 	creds, err := corev1.NewSecret(ctx, name+"-rabbitmq-credentials", &corev1.SecretArgs{
 		Metadata: r.meta(r.Name()+"-rabbitmq", ""),
@@ -100,37 +99,25 @@ func (c *Confz) broker(ctx *pulumi.Context, name string, r Robot, b *BrokerArgs)
 	if err != nil {
 		return err
 	}
-	custom := func(resourceName, kind string, spec pulumi.Map, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
-		return apiextensions.NewCustomResource(ctx, resourceName, &apiextensions.CustomResourceArgs{
-			ApiVersion:  pulumi.String(kit.RabbitMQV1beta1),
-			Kind:        pulumi.String(kind),
-			Metadata:    r.meta(r.Name(), ""),
-			OtherFields: map[string]any{"spec": spec},
-		}, append([]pulumi.ResourceOption{pulumi.Parent(c)}, opts...)...)
+	custom := func(resourceName string, spec crs.Spec, flows []crs.Flow, opts ...pulumi.ResourceOption) (*apiextensions.CustomResource, error) {
+		return crs.New(ctx, resourceName, crs.Args{Metadata: r.meta(r.Name(), ""), Spec: spec, Flows: flows},
+			append([]pulumi.ResourceOption{pulumi.Parent(c)}, opts...)...)
 	}
-	vhost, err := custom(name+"-vhost", "Vhost", pulumi.Map{
-		"name":                     pulumi.String(b.VHost),
-		"rabbitmqClusterReference": pulumi.ToMap(clusterRef),
-	})
+	vhost, err := custom(name+"-vhost", crs.Vhost(b.Cluster, b.VHost), nil)
 	if err != nil {
 		return err
 	}
-	user, err := custom(name+"-user", "User", pulumi.Map{
-		"tags":                     pulumi.Array{},
-		"rabbitmqClusterReference": pulumi.ToMap(clusterRef),
-		"importCredentialsSecret":  pulumi.Map{"name": creds.Metadata.Name().Elem()},
-	})
+	// The credentials Secret's name flows in, so the User waits for the Secret.
+	user, err := custom(name+"-user", crs.User(b.Cluster, crs.Flowing),
+		[]crs.Flow{crs.At(creds.Metadata.Name().Elem(), crs.UserCredentialsSecretPath...)})
 	if err != nil {
 		return err
 	}
 	// The operator would retry a permission whose vhost or user does not exist yet; creating
-	// them first just saves the retries. Nothing flows between them, hence DependsOn.
-	perm, err := custom(name+"-permission", "Permission", pulumi.Map{
-		"vhost":                    pulumi.String(b.VHost),
-		"userReference":            pulumi.Map{"name": user.Metadata.Name().Elem()},
-		"permissions":              pulumi.Map{"configure": pulumi.String(".*"), "write": pulumi.String(".*"), "read": pulumi.String(".*")},
-		"rabbitmqClusterReference": pulumi.ToMap(clusterRef),
-	}, pulumi.DependsOn([]pulumi.Resource{vhost}))
+	// them first just saves the retries. The user's name flows in; nothing flows from the
+	// vhost, hence DependsOn.
+	perm, err := custom(name+"-permission", crs.FullPermission(b.Cluster, b.VHost, crs.Flowing),
+		[]crs.Flow{crs.At(user.Metadata.Name().Elem(), crs.PermissionUserPath...)}, pulumi.DependsOn([]pulumi.Resource{vhost}))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
-	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
 
@@ -174,13 +174,10 @@ func newWorkerDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceNa
 // anything else in the mesh — or (2) its X-TF-RobotId is not this robot's, so a request the
 // gateway routed for another robot (or one without the header) never lands here.
 func newIsolationPolicy(ctx *pulumi.Context, parent pulumi.Resource, resourceName string, r Robot, iso *Isolation) (*apiextensions.CustomResource, error) {
-	return kit.NewAuthorizationPolicy(ctx, parent, resourceName, kit.AuthorizationPolicy{
+	return crs.New(ctx, resourceName, crs.Args{
 		Metadata: r.meta(r.APIName(), ComponentAPIWorker),
-		Selector: r.selector(ComponentAPIWorker),
-		Action:   kit.Deny,
-		Rules: []kit.Rule{
-			kit.FromSource("notPrincipals", iso.GatewayPrincipal),
-			kit.WhenHeader(RobotIDHeader, "notValues", r.ID),
-		},
-	})
+		Spec: crs.AuthorizationPolicy(r.selector(ComponentAPIWorker), crs.Deny,
+			crs.FromNotPrincipals(iso.GatewayPrincipal),
+			crs.WhenHeaderNot(RobotIDHeader, r.ID)),
+	}, pulumi.Parent(parent))
 }

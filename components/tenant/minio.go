@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // Names and port of the tenant's MinIO.
@@ -88,40 +88,18 @@ func NewMinIO(ctx *pulumi.Context, name string, args *MinIOArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
-	volume := map[string]any{
-		"accessModes": []any{"ReadWriteOnce"},
-		"resources":   map[string]any{"requests": map[string]any{"storage": args.Size}},
-	}
-	if args.StorageClass != "" {
-		volume["storageClassName"] = args.StorageClass
-	}
-	pool := map[string]any{
-		"name":                "pool-0",
-		"servers":             args.Servers,
-		"volumesPerServer":    args.VolumesPerServer,
-		"volumeClaimTemplate": map[string]any{"metadata": map[string]any{"name": "data"}, "spec": volume},
-	}
-	if r := args.Resources.object(); r != nil {
-		pool["resources"] = r
-	}
-	spec := pulumi.Map{
-		"image":           pulumi.String(args.Image),
-		"pools":           pulumi.ToArray([]any{pool}),
-		"mountPath":       pulumi.String("/export"),
-		"requestAutoCert": pulumi.Bool(false),
-		"configuration":   pulumi.Map{"name": config.Metadata.Name().Elem()},
-		"buckets":         pulumi.ToArray([]any{map[string]any{"name": args.Bucket}}),
+	spec := crs.MinIOTenant{
+		Image: args.Image, Servers: args.Servers, VolumesPerServer: args.VolumesPerServer,
+		Size: args.Size, StorageClass: args.StorageClass, Resources: crs.Resources(args.Resources),
+		ConfigSecret: crs.Flowing, Bucket: args.Bucket,
 		// Pool pods; see noSidecar.
-		"poolsMetadata": pulumi.Map{"annotations": pulumi.ToStringMap(noSidecar)},
-	}
-	if args.PullSecret != "" {
-		spec["imagePullSecret"] = pulumi.Map{"name": pulumi.String(args.PullSecret)}
-	}
-	tenant, err := apiextensions.NewCustomResource(ctx, name+"-tenant", &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(minioV2),
-		Kind:        pulumi.String("Tenant"),
-		Metadata:    meta(MinIOTenant, args.Namespace, appLabels(MinIOTenant)),
-		OtherFields: map[string]any{"spec": spec},
+		PodAnnotations: noSidecar, PullSecret: args.PullSecret,
+	}.Tenant()
+	tenant, err := crs.New(ctx, name+"-tenant", crs.Args{
+		Metadata: meta(MinIOTenant, args.Namespace, appLabels(MinIOTenant)),
+		Spec:     spec,
+		// The configuration Secret's name, so the Tenant waits for it.
+		Flows: []crs.Flow{crs.At(config.Metadata.Name().Elem(), crs.MinIOConfigurationPath...)},
 	}, retain(args.Retain, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err

@@ -4,13 +4,12 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
-	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // Names of the isolation objects in every tenant namespace.
@@ -101,11 +100,9 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		c.PullSecretName = s.Metadata.Name().Elem()
 	}
 
-	pa, err := apiextensions.NewCustomResource(ctx, name+"-peer-authentication", &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(kit.IstioSecurityV1),
-		Kind:        pulumi.String("PeerAuthentication"),
-		Metadata:    meta(PeerAuthenticationName, nsName, nil),
-		OtherFields: map[string]any{"spec": map[string]any{"mtls": map[string]any{"mode": "STRICT"}}},
+	pa, err := crs.New(ctx, name+"-peer-authentication", crs.Args{
+		Metadata: meta(PeerAuthenticationName, nsName, nil),
+		Spec:     crs.StrictMTLS(),
 	}, pulumi.Parent(c))
 	if err != nil {
 		return nil, err
@@ -117,11 +114,10 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 			allowed = append(allowed, n)
 		}
 	}
-	ap, err := kit.NewAuthorizationPolicy(ctx, c, name+"-authorization-policy", kit.AuthorizationPolicy{
+	ap, err := crs.New(ctx, name+"-authorization-policy", crs.Args{
 		Metadata: meta(AuthorizationPolicyName, nsName, nil),
-		Action:   kit.Allow,
-		Rules:    []kit.Rule{kit.FromSource("namespaces", allowed...)},
-	})
+		Spec:     crs.AuthorizationPolicy(nil, crs.Allow, crs.FromNamespaces(allowed...)),
+	}, pulumi.Parent(c))
 	if err != nil {
 		return nil, err
 	}

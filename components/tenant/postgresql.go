@@ -8,7 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
-	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // PostgresPort is the port of CNPG's services.
@@ -195,41 +195,20 @@ func newCNPGCluster(ctx *pulumi.Context, parent pulumi.Resource, resourceName st
 	if a.instances < 1 || a.storage.Size == "" {
 		return nil, fmt.Errorf("%s: at least one instance and a storage size are required", resourceName)
 	}
-	storage := map[string]any{"size": a.storage.Size}
-	if a.storage.StorageClass != "" {
-		storage["storageClass"] = a.storage.StorageClass
-	}
-	initdb := pulumi.Map{
-		"database": pulumi.String(a.database),
-		"owner":    a.owner,
-		"secret":   pulumi.Map{"name": a.secret},
-	}
-	spec := pulumi.Map{
-		"instances": pulumi.Int(a.instances),
-		"imageName": pulumi.String(a.image),
-		"storage":   pulumi.ToMap(storage),
-		"bootstrap": pulumi.Map{"initdb": initdb},
+	spec := crs.CNPGCluster{
+		Instances: a.instances, Image: a.image,
+		Storage:   crs.CNPGStorage{Size: a.storage.Size, StorageClass: a.storage.StorageClass},
+		Resources: crs.Resources(a.resources),
+		Database:  a.database, Owner: crs.Flowing, OwnerSecret: crs.Flowing,
 		// Propagated to the instance pods; see noSidecar.
-		"inheritedMetadata": pulumi.Map{"annotations": pulumi.ToStringMap(noSidecar)},
-	}
-	if r := a.resources.object(); r != nil {
-		spec["resources"] = pulumi.ToMap(r)
-	}
-	if ps := kit.PullSecretObjects(a.pullSecret); ps != nil {
-		spec["imagePullSecrets"] = pulumi.ToArray(ps)
-	}
-	if a.extension != "" {
-		spec["postgresql"] = pulumi.Map{"shared_preload_libraries": pulumi.StringArray{pulumi.String(a.extension)}}
-		initdb["postInitApplicationSQL"] = pulumi.StringArray{pulumi.String("CREATE EXTENSION IF NOT EXISTS " + a.extension)}
-	}
-	if a.uid != 0 {
-		spec["postgresUID"] = pulumi.Int(a.uid)
-		spec["postgresGID"] = pulumi.Int(a.uid)
-	}
-	return apiextensions.NewCustomResource(ctx, resourceName, &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(cnpgV1),
-		Kind:        pulumi.String("Cluster"),
-		Metadata:    meta(a.name, a.namespace, appLabels(a.name)),
-		OtherFields: map[string]any{"spec": spec},
+		PodAnnotations: noSidecar,
+		PullSecret:     a.pullSecret, Extension: a.extension, UID: a.uid,
+	}.Cluster()
+	return crs.New(ctx, resourceName, crs.Args{
+		Metadata: meta(a.name, a.namespace, appLabels(a.name)),
+		Spec:     spec,
+		// The owner is the login's user (a user-given Secret may rename it, a generated one
+		// is secret) and its Secret an output, so the cluster waits for it.
+		Flows: []crs.Flow{crs.At(a.owner, crs.CNPGOwnerPath...), crs.At(a.secret, crs.CNPGOwnerSecretPath...)},
 	}, retain(a.retain, pulumi.Parent(parent))...)
 }

@@ -4,12 +4,11 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
-	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
 // Names and ports of the tenant's RabbitMQ.
@@ -89,32 +88,17 @@ func NewRabbitMQ(ctx *pulumi.Context, name string, args *RabbitMQArgs, opts ...p
 	if err != nil {
 		return nil, err
 	}
-	persistence := map[string]any{"storage": args.Size}
-	if args.StorageClass != "" {
-		persistence["storageClassName"] = args.StorageClass
-	}
-	spec := map[string]any{
-		"replicas":    args.Replicas,
-		"image":       args.Image,
-		"persistence": persistence,
+	spec := crs.RabbitMQCluster{
+		Replicas: args.Replicas, Image: args.Image, Size: args.Size, StorageClass: args.StorageClass,
+		Resources: crs.Resources(args.Resources),
 		// Server pods; see noSidecar.
-		"override": map[string]any{"statefulSet": map[string]any{"spec": map[string]any{"template": map[string]any{
-			"metadata": map[string]any{"annotations": kit.ToAnyMap(noSidecar)},
-		}}}},
-	}
-	if r := args.Resources.object(); r != nil {
-		spec["resources"] = r
-	}
-	if ps := kit.PullSecretObjects(args.PullSecret); ps != nil {
-		spec["imagePullSecrets"] = ps
-	}
+		PodAnnotations: noSidecar, PullSecret: args.PullSecret,
+	}.Cluster()
 	// The operator looks for the default-user Secret only when it first creates the cluster:
 	// the Secret must exist before, and nothing flows from it into the cluster's spec.
-	cl, err := apiextensions.NewCustomResource(ctx, name+"-cluster", &apiextensions.CustomResourceArgs{
-		ApiVersion:  pulumi.String(kit.RabbitMQV1beta1),
-		Kind:        pulumi.String("RabbitmqCluster"),
-		Metadata:    meta(RabbitMQCluster, args.Namespace, appLabels(RabbitMQCluster)),
-		OtherFields: map[string]any{"spec": spec},
+	cl, err := crs.New(ctx, name+"-cluster", crs.Args{
+		Metadata: meta(RabbitMQCluster, args.Namespace, appLabels(RabbitMQCluster)),
+		Spec:     spec,
 	}, pulumi.Parent(c), pulumi.DependsOn([]pulumi.Resource{secret}))
 	if err != nil {
 		return nil, err

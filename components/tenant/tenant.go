@@ -54,10 +54,8 @@ const (
 	TFRSUtilsType     = "tfrs:tenant:TFRSUtils"
 )
 
-// API versions of the custom resources the components create.
+// Names the components share.
 const (
-	cnpgV1           = "postgresql.cnpg.io/v1"
-	minioV2          = "minio.min.io/v2"
 	clusterDomain    = "cluster.local"
 	skipAwait        = "pulumi.com/skipAwait"
 	sidecarInjection = "sidecar.istio.io/inject"
@@ -96,21 +94,6 @@ func (r Resources) Args() *corev1.ResourceRequirementsArgs {
 	}
 	if len(r.Limits) > 0 {
 		out.Limits = pulumi.ToStringMap(r.Limits)
-	}
-	return out
-}
-
-// object is the untyped form (custom resources); nil when empty.
-func (r Resources) object() map[string]any {
-	if r.empty() {
-		return nil
-	}
-	out := map[string]any{}
-	if len(r.Requests) > 0 {
-		out["requests"] = kit.ToAnyMap(r.Requests)
-	}
-	if len(r.Limits) > 0 {
-		out["limits"] = kit.ToAnyMap(r.Limits)
 	}
 	return out
 }

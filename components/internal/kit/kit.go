@@ -1,8 +1,7 @@
 // Package kit is what the component packages (cluster, tenant, server) share: the one Helm
 // chart constructor and the transforms it applies (image mirror, registry pull Secret), the
-// pull-Secret lists of pod specs and custom resources, the recommended labels, the API
-// versions more than one package creates, the string-map conversions untyped custom
-// resources need, and the one AuthorizationPolicy builder.
+// pull-Secret list of pod specs and the recommended labels. The custom resources every
+// package creates are built by components/internal/crs, their typed builders.
 //
 // The component packages import the kit but never each other, so a helper has one home and
 // one copy. They may also import components/routing, which is no component package: it is
@@ -32,30 +31,3 @@ const (
 	// PartOf is the LabelPartOf value of every object TFRS labels.
 	PartOf = "tfrs"
 )
-
-// API versions of custom resources created by more than one component package.
-const (
-	// IstioSecurityV1 is Istio's PeerAuthentication and AuthorizationPolicy.
-	IstioSecurityV1 = "security.istio.io/v1"
-	// RabbitMQV1beta1 is the RabbitMQ operators' RabbitmqCluster, Vhost, User and Permission.
-	RabbitMQV1beta1 = "rabbitmq.com/v1beta1"
-)
-
-// ToAnyMap copies a string map into the map[string]any form the untyped custom resource specs
-// (OtherFields) are built of, so a spec is one kind of tree all the way down.
-func ToAnyMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-// toAnySlice is ToAnyMap for a list.
-func toAnySlice(s []string) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
-	}
-	return out
-}

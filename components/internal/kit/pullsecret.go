@@ -6,8 +6,8 @@ import (
 )
 
 // The registry pull Secret in every form a component hands it on: the pod specs it writes
-// itself (PullSecrets), the custom resources whose operator writes the pods
-// (PullSecretObjects), and the charts it renders (PullSecretTransform, through Chart). Each
+// itself (PullSecrets) and the charts it renders (PullSecretTransform, through Chart); the
+// custom resources whose operator writes the pods take it through their builders (crs). Each
 // is nothing at all without a Secret (""), so an unset field stays unset.
 
 // PullSecrets is the imagePullSecrets list of a pod spec (nil without a pull Secret).
@@ -16,12 +16,4 @@ func PullSecrets(name string) corev1.LocalObjectReferenceArray {
 		return nil
 	}
 	return corev1.LocalObjectReferenceArray{corev1.LocalObjectReferenceArgs{Name: pulumi.String(name)}}
-}
-
-// PullSecretObjects is the same list for custom resources (nil without a pull Secret).
-func PullSecretObjects(name string) []any {
-	if name == "" {
-		return nil
-	}
-	return []any{map[string]any{"name": name}}
 }
