@@ -405,7 +405,7 @@ func TestClusterMirrorOverrides(t *testing.T) {
 		s.CertManager = v1alpha1.ComponentSource{ChartRepo: "https://charts.mirror.example.cn/jetstack", Version: "v1.17.0", Values: values(`{"replicaCount":2}`)}
 		s.Istio = v1alpha1.ComponentSource{ChartRepo: "oci://mirror.example.cn/istio-charts/"}
 		s.IstioIngress = v1alpha1.ComponentSource{LocalPath: "/opt/charts/gateway", Version: "9.9.9"}
-		s.CNPGOperator = v1alpha1.ComponentSource{ManifestURL: "https://mirror.example.cn/cnpg/cnpg-1.25.0.yaml"}
+		s.CNPGOperator = v1alpha1.ComponentSource{ManifestURL: "https://mirror.example.cn/cnpg/cnpg-1.30.0.yaml"}
 		s.MinIOOperator = v1alpha1.ComponentSource{Version: "6.0.3"}
 		s.RabbitMQOperator = v1alpha1.ComponentSource{ManifestURL: "file:///opt/manifests/rabbitmq/"}
 	}))
@@ -449,7 +449,7 @@ func TestClusterMirrorOverrides(t *testing.T) {
 	check(t, "minio image", dig(t, mo, "values", "operator", "image", "repository"), "mirror.example.cn/tfrs/minio/operator")
 
 	cf := func(name string) *registration { return m.find(t, "kubernetes:yaml/v2:ConfigFile", name) }
-	check(t, "cnpg file", plainInputs(cf("cnpg-operator-manifest").Inputs)["file"], "https://mirror.example.cn/cnpg/cnpg-1.25.0.yaml")
+	check(t, "cnpg file", plainInputs(cf("cnpg-operator-manifest").Inputs)["file"], "https://mirror.example.cn/cnpg/cnpg-1.30.0.yaml")
 	check(t, "rabbitmq cluster file", plainInputs(cf("rabbitmq-operator-cluster-operator").Inputs)["file"], "/opt/manifests/rabbitmq/cluster-operator.yml")
 	check(t, "rabbitmq topology file", plainInputs(cf("rabbitmq-operator-topology-operator").Inputs)["file"], "/opt/manifests/rabbitmq/messaging-topology-operator-with-certmanager.yaml")
 	for _, n := range []string{"cnpg-operator-manifest", "rabbitmq-operator-cluster-operator", "rabbitmq-operator-topology-operator"} {
@@ -463,11 +463,11 @@ func TestClusterMirrorOverrides(t *testing.T) {
 func TestClusterPinnedSources(t *testing.T) {
 	m, _, _ := runCluster(t, newTestCluster(nil))
 	for name, want := range map[string][3]string{
-		"cert-manager-chart":   {"cert-manager", "https://charts.jetstack.io", "v1.16.2"},
-		"istio-base":           {"base", istioChartRepo, "1.24.2"},
-		"istio-istiod":         {"istiod", istioChartRepo, "1.24.2"},
-		"istio-ingress-chart":  {"gateway", istioChartRepo, "1.24.2"},
-		"minio-operator-chart": {"operator", "https://operator.min.io", "6.0.4"},
+		"cert-manager-chart":   {"cert-manager", "https://charts.jetstack.io", "v1.21.2"},
+		"istio-base":           {"base", istioChartRepo, "1.30.3"},
+		"istio-istiod":         {"istiod", istioChartRepo, "1.30.3"},
+		"istio-ingress-chart":  {"gateway", istioChartRepo, "1.30.3"},
+		"minio-operator-chart": {"operator", "https://operator.min.io", "7.1.1"},
 	} {
 		c := plainInputs(m.find(t, "kubernetes:helm.sh/v4:Chart", name).Inputs)
 		check(t, name, [3]string{c["chart"].(string), dig(t, c, "repositoryOpts", "repo").(string), c["version"].(string)}, want)
@@ -478,9 +478,9 @@ func TestClusterPinnedSources(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{
-		"cnpg-operator-manifest":              "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v1.25.0/cnpg-1.25.0.yaml",
-		"rabbitmq-operator-cluster-operator":  "https://github.com/rabbitmq/cluster-operator/releases/download/v2.11.0/cluster-operator.yml",
-		"rabbitmq-operator-topology-operator": "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v1.15.0/messaging-topology-operator-with-certmanager.yaml",
+		"cnpg-operator-manifest":              "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v1.30.0/cnpg-1.30.0.yaml",
+		"rabbitmq-operator-cluster-operator":  "https://github.com/rabbitmq/cluster-operator/releases/download/v2.22.3/cluster-operator.yml",
+		"rabbitmq-operator-topology-operator": "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v1.20.1/messaging-topology-operator-with-certmanager.yaml",
 	} {
 		r := m.find(t, "kubernetes:yaml/v2:ConfigFile", name)
 		check(t, name, plainInputs(r.Inputs)["file"], want)
@@ -492,12 +492,12 @@ func TestClusterPinnedSources(t *testing.T) {
 
 func TestResolveSources(t *testing.T) {
 	// The version override follows the primary artifact only.
-	refs, err := resolveManifests(ClusterRabbitMQOperator, v1alpha1.ComponentSource{Version: "v2.12.0"})
+	refs, err := resolveManifests(ClusterRabbitMQOperator, v1alpha1.ComponentSource{Version: "v2.22.2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(t, "cluster operator", refs[0].File, "https://github.com/rabbitmq/cluster-operator/releases/download/v2.12.0/cluster-operator.yml")
-	check(t, "topology operator keeps its pin", refs[1].File, "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v1.15.0/messaging-topology-operator-with-certmanager.yaml")
+	check(t, "cluster operator", refs[0].File, "https://github.com/rabbitmq/cluster-operator/releases/download/v2.22.2/cluster-operator.yml")
+	check(t, "topology operator keeps its pin", refs[1].File, "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v1.20.1/messaging-topology-operator-with-certmanager.yaml")
 
 	refs, err = resolveManifests(ClusterCNPGOperator, v1alpha1.ComponentSource{LocalPath: "/m/cnpg.yaml", Version: "1.0.0"})
 	if err != nil {
@@ -586,10 +586,10 @@ func TestClusterTLSIssuers(t *testing.T) {
 func TestMirrorImage(t *testing.T) {
 	const p = "mirror.example.cn/tfrs"
 	for in, want := range map[string]string{
-		"quay.io/jetstack/cert-manager-controller:v1.16.2": p + "/jetstack/cert-manager-controller:v1.16.2",
-		"ghcr.io/cloudnative-pg/cloudnative-pg:1.25.0":     p + "/cloudnative-pg/cloudnative-pg:1.25.0",
-		"rabbitmq:3.13.7-management":                       p + "/library/rabbitmq:3.13.7-management",
-		"rabbitmqoperator/cluster-operator:2.11.0":         p + "/rabbitmqoperator/cluster-operator:2.11.0",
+		"quay.io/jetstack/cert-manager-controller:v1.21.2": p + "/jetstack/cert-manager-controller:v1.21.2",
+		"ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0":     p + "/cloudnative-pg/cloudnative-pg:1.30.0",
+		"rabbitmq:4.2.6-management":                        p + "/library/rabbitmq:4.2.6-management",
+		"rabbitmqoperator/cluster-operator:2.22.3":         p + "/rabbitmqoperator/cluster-operator:2.22.3",
 		"docker.io/istio":                                  p + "/istio",
 		"localhost/x:1":                                    p + "/x:1",
 		"registry:5000/team/app@sha256:abc":                p + "/team/app@sha256:abc",

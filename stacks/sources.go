@@ -84,11 +84,16 @@ type PinnedSource struct {
 
 const istioChartRepo = "https://istio-release.storage.googleapis.com/charts"
 
+// minIOSidecarTag is the sidecar image tag MinIO operator 7.1.1 uses when none is set
+// (DefaultSidecarImage in its pkg/resources/statefulsets/minio-sidecar.go): mirroring the image
+// must not change its version. Bump it with the operator.
+const minIOSidecarTag = "v7.0.1"
+
 // pinnedSources is THE table of versions. Bump a version here; nothing else names one.
 var pinnedSources = map[string]PinnedSource{
 	ClusterCertManager: {
 		Component: ClusterCertManager, Kind: SourceHelm,
-		Repo: "https://charts.jetstack.io", Version: "v1.16.2",
+		Repo: "https://charts.jetstack.io", Version: "v1.21.2",
 		Artifacts: []Artifact{{Name: "cert-manager", TakesValues: true, CRDs: "cert-manager"}},
 		Images: []string{
 			"quay.io/jetstack/cert-manager-controller", "quay.io/jetstack/cert-manager-webhook",
@@ -109,22 +114,23 @@ var pinnedSources = map[string]PinnedSource{
 	},
 	ClusterIstio: {
 		Component: ClusterIstio, Kind: SourceHelm,
-		Repo: istioChartRepo, Version: "1.24.2",
+		Repo: istioChartRepo, Version: "1.30.3",
 		Artifacts: []Artifact{{Name: "base", CRDs: "istio"}, {Name: "istiod", TakesValues: true}},
 		Images:    []string{"docker.io/istio/pilot", "docker.io/istio/proxyv2"},
 		mirrorValues: func(m func(string) string) map[string]map[string]any {
-			// The hub also names the proxy image injected into sidecars and gateways.
+			// The hub also names the proxy image injected into sidecars and gateways. The chart
+			// sources default it to a test registry; released charts set docker.io/istio.
 			return map[string]map[string]any{"istiod": {"global": map[string]any{"hub": m("docker.io/istio")}}}
 		},
 	},
 	ClusterIstioIngress: {
 		Component: ClusterIstioIngress, Kind: SourceHelm,
-		Repo: istioChartRepo, Version: "1.24.2",
+		Repo: istioChartRepo, Version: "1.30.3",
 		// The gateway's image is "auto": istiod injects proxyv2 from its hub.
 		Artifacts: []Artifact{{Name: "gateway", TakesValues: true}},
 	},
 	ClusterCNPGOperator: {
-		Component: ClusterCNPGOperator, Kind: SourceManifest, Version: "1.25.0",
+		Component: ClusterCNPGOperator, Kind: SourceManifest, Version: "1.30.0",
 		Artifacts: []Artifact{{
 			Name: "cnpg.yaml", CRDs: "cnpg",
 			URL: "https://github.com/cloudnative-pg/cloudnative-pg/releases/download/v{version}/cnpg-{version}.yaml",
@@ -133,20 +139,26 @@ var pinnedSources = map[string]PinnedSource{
 	},
 	ClusterMinIOOperator: {
 		Component: ClusterMinIOOperator, Kind: SourceHelm,
-		Repo: "https://operator.min.io", Version: "6.0.4",
+		Repo: "https://operator.min.io", Version: "7.1.1",
 		Artifacts: []Artifact{{Name: "operator", TakesValues: true, CRDs: "minio-operator"}},
-		Images:    []string{"quay.io/minio/operator"},
+		Images:    []string{"quay.io/minio/operator", "quay.io/minio/operator-sidecar"},
 		mirrorValues: func(m func(string) string) map[string]map[string]any {
-			return map[string]map[string]any{"operator": {"operator": map[string]any{"image": map[string]any{"repository": m("quay.io/minio/operator")}}}}
+			return map[string]map[string]any{"operator": {"operator": map[string]any{
+				"image": map[string]any{"repository": m("quay.io/minio/operator")},
+				// The operator puts this image (init container and sidecar) into every tenant
+				// pod. Left unset it is a default compiled into the operator, never mirrored.
+				// The chart renders repository:tag, so the tag is the operator's own default.
+				"sidecarImage": map[string]any{"repository": m("quay.io/minio/operator-sidecar"), "tag": minIOSidecarTag},
+			}}}
 		},
 	},
 	ClusterRabbitMQOperator: {
-		Component: ClusterRabbitMQOperator, Kind: SourceManifest, Version: "2.11.0",
+		Component: ClusterRabbitMQOperator, Kind: SourceManifest, Version: "2.22.3",
 		Artifacts: []Artifact{
 			{Name: "cluster-operator.yml", CRDs: "rabbitmq-cluster-operator", URL: "https://github.com/rabbitmq/cluster-operator/releases/download/v{version}/cluster-operator.yml"},
 			// The variant whose webhook certificate cert-manager issues (the plain one expects
 			// a hand-made Secret).
-			{Name: "messaging-topology-operator-with-certmanager.yaml", Version: "1.15.0", CRDs: "rabbitmq-messaging-topology-operator",
+			{Name: "messaging-topology-operator-with-certmanager.yaml", Version: "1.20.1", CRDs: "rabbitmq-messaging-topology-operator",
 				URL: "https://github.com/rabbitmq/messaging-topology-operator/releases/download/v{version}/messaging-topology-operator-with-certmanager.yaml"},
 		},
 		Images: []string{"docker.io/rabbitmqoperator/cluster-operator", "docker.io/rabbitmqoperator/messaging-topology-operator"},
@@ -161,13 +173,17 @@ var pinnedSources = map[string]PinnedSource{
 var tenantPinnedSources = map[string]PinnedSource{
 	TenantJaeger: {
 		Component: TenantJaeger, Kind: SourceHelm,
-		Repo: "https://jaegertracing.github.io/helm-charts", Version: "3.4.1",
+		Repo: "https://jaegertracing.github.io/helm-charts", Version: "4.11.1",
 		Artifacts: []Artifact{{Name: "jaeger", TakesValues: true}},
-		Images:    []string{"docker.io/jaegertracing/all-in-one"},
+		// Jaeger v2: one binary (an OpenTelemetry Collector distribution) replaces v1's
+		// all-in-one, agent, collector and query images.
+		Images: []string{"docker.io/jaegertracing/jaeger"},
 	},
 	TenantGrafana: {
 		Component: TenantGrafana, Kind: SourceHelm,
-		Repo: "https://grafana.github.io/helm-charts", Version: "8.8.2",
+		// The chart moved to the community organisation; grafana/helm-charts stopped at
+		// 10.5.15, its deprecation release.
+		Repo: "https://grafana-community.github.io/helm-charts", Version: "12.11.1",
 		Artifacts: []Artifact{{Name: "grafana", TakesValues: true}},
 		Images:    []string{"docker.io/grafana/grafana"},
 	},

@@ -314,7 +314,7 @@ func TestTenantEnterprise(t *testing.T) {
 		TenantOutputMinIOAccessKey: out[TenantOutputMinIOAccessKey], TenantOutputMinIOSecretKey: out[TenantOutputMinIOSecretKey],
 		TenantOutputMinIOBucket:   "acme",
 		TenantOutputOtelEndpoint:  "http://otel-collector.acme.svc.cluster.local:4317",
-		TenantOutputJaegerURL:     "http://jaeger-query.acme.svc.cluster.local:16686",
+		TenantOutputJaegerURL:     "http://jaeger.acme.svc.cluster.local:16686",
 		TenantOutputPrometheusURL: "http://prometheus.acme.svc.cluster.local:9090",
 		TenantOutputGrafanaURL:    "http://grafana.acme.svc.cluster.local", TenantOutputGrafanaAdminUser: "admin",
 		TenantOutputGrafanaAdminPassword: out[TenantOutputGrafanaAdminPassword], TenantOutputGrafanaAdminSecret: tenant.GrafanaAdminSecret,
@@ -336,9 +336,9 @@ func TestTenantEnterprise(t *testing.T) {
 	for _, d := range dig(t, gv, "values", "datasources", "datasources.yaml", "datasources").([]any) {
 		dsURLs = append(dsURLs, d.(map[string]any)["url"])
 	}
-	check(t, "grafana data sources", dsURLs, []any{"http://prometheus.acme.svc.cluster.local:9090", "http://jaeger-query.acme.svc.cluster.local:16686"})
+	check(t, "grafana data sources", dsURLs, []any{"http://prometheus.acme.svc.cluster.local:9090", "http://jaeger.acme.svc.cluster.local:16686"})
 	oc := plainInputs(m.find(t, "kubernetes:core/v1:ConfigMap", "otel-collector-config").Inputs)
-	if c := dig(t, oc, "data", "config.yaml").(string); !strings.Contains(c, "endpoint: jaeger-collector.acme.svc.cluster.local:4317") {
+	if c := dig(t, oc, "data", "config.yaml").(string); !strings.Contains(c, "endpoint: jaeger.acme.svc.cluster.local:4317") {
 		t.Errorf("otel config does not export to Jaeger:\n%s", c)
 	}
 	sc := plainInputs(m.find(t, "kubernetes:core/v1:PersistentVolumeClaim", "shared-cache-claim").Inputs)
@@ -708,7 +708,7 @@ func TestTenantMirrorAndPullSecret(t *testing.T) {
 	check(t, "pg image", dig(t, plainInputs(r.m.find(t, "kubernetes:postgresql.cnpg.io/v1:Cluster", "postgresql-cluster").Inputs), "spec", "imageName"),
 		"mirror.example.cn/tfrs/cloudnative-pg/postgresql:16-minimal-bookworm")
 	check(t, "rabbitmq image", dig(t, plainInputs(r.m.find(t, "kubernetes:rabbitmq.com/v1beta1:RabbitmqCluster", "").Inputs), "spec", "image"),
-		"mirror.example.cn/tfrs/library/rabbitmq:3.13.7-management")
+		"mirror.example.cn/tfrs/library/rabbitmq:4.2.6-management")
 	for _, ch := range r.m.all("kubernetes:helm.sh/v4:Chart") {
 		if ch.Transforms != 2 {
 			t.Errorf("%s: %d transforms, want the image mirror and the pull secret", ch.Name, ch.Transforms)
@@ -752,7 +752,7 @@ func TestTenantSpecOverrides(t *testing.T) {
 		[]any{"acme-prod-pg-rw", "robots", "/cache", "acme-prod"})
 	g := plainInputs(r.m.find(t, "kubernetes:helm.sh/v4:Chart", "grafana-chart").Inputs)
 	check(t, "grafana pinned", []any{g["chart"], g["version"], dig(t, g, "repositoryOpts", "repo"), dig(t, g, "values", "replicas")},
-		[]any{"grafana", tenantPinned(TenantGrafana).Version, "https://grafana.github.io/helm-charts", 2.0})
+		[]any{"grafana", tenantPinned(TenantGrafana).Version, tenantPinned(TenantGrafana).Repo, 2.0})
 	j := plainInputs(r.m.find(t, "kubernetes:helm.sh/v4:Chart", "jaeger-chart").Inputs)
 	check(t, "jaeger local", j["chart"], "/charts/jaeger")
 	fr := plainInputs(r.m.find(t, "kubernetes:apps/v1:Deployment", "tfrobot-front-deployment").Inputs)

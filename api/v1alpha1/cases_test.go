@@ -101,7 +101,7 @@ func validationCases() []validationCase {
 			c.Spec.ImageRegistry = &ImageRegistrySpec{Registry: "mirror.example.cn:5000/tfrs", Credentials: &RegistryCredentials{
 				Server: "mirror.example.cn:5000", Username: "robot",
 				PasswordSecretRef: &SecretKeyRef{Name: "mirror-login", Namespace: "tfrs-system"}}}
-			c.Spec.CertManager = ComponentSource{Version: "v1.16.2", ChartRepo: "oci://mirror.example.cn/charts",
+			c.Spec.CertManager = ComponentSource{Version: "v1.21.2", ChartRepo: "oci://mirror.example.cn/charts",
 				Values: &apiextensionsv1.JSON{Raw: []byte(`{"crds":{"enabled":true}}`)}}
 			c.Spec.CNPGOperator = ComponentSource{ManifestURL: "file:///opt/tfrs/cnpg-1.25.yaml"}
 			c.Spec.MinIOOperator = ComponentSource{Toggle: Toggle{Enabled: ptr.To(false)}}

@@ -45,7 +45,7 @@ func (t Toggle) IsEnabled() bool { return t.Enabled == nil || *t.Enabled }
 type ComponentSource struct {
 	Toggle `json:",inline"`
 
-	// Version of the chart or manifest, e.g. "v1.16.2". Empty means the operator's pinned version.
+	// Version of the chart or manifest, e.g. "v1.21.2". Empty means the operator's pinned version.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9.+_-]*$`

@@ -51,7 +51,7 @@ const (
 	DefaultMinIOImage                  = "quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z"
 
 	DefaultRabbitMQReplicas int32 = 1
-	DefaultRabbitMQImage          = "rabbitmq:3.13.7-management"
+	DefaultRabbitMQImage          = "rabbitmq:4.2.6-management"
 	DefaultRabbitMQSize           = "1Gi"
 
 	DefaultTimescaleDBImage = "timescale/timescaledb-ha:pg16.6-ts2.17.2"

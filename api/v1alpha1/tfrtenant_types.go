@@ -195,7 +195,7 @@ type RabbitMQSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image of RabbitMQ (with the management plugin).
-	// +kubebuilder:default="rabbitmq:3.13.7-management"
+	// +kubebuilder:default="rabbitmq:4.2.6-management"
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`

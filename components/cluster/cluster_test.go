@@ -100,7 +100,7 @@ func TestIstio(t *testing.T) {
 	m.Run(t, func(ctx *pulumi.Context) error {
 		_, err := NewIstio(ctx, "istio", &IstioArgs{
 			Base:           ChartRef{Chart: "/charts/istio/base"},
-			Istiod:         ChartRef{Chart: "oci://mirror.example.cn/charts/istiod", Version: "1.24.2", Values: map[string]any{"global": map[string]any{"hub": "mirror.example.cn/istio"}}},
+			Istiod:         ChartRef{Chart: "oci://mirror.example.cn/charts/istiod", Version: "1.30.3", Values: map[string]any{"global": map[string]any{"hub": "mirror.example.cn/istio"}}},
 			IngressService: IngressService, IngressSelector: IngressSelectorValue,
 			Tracing: TracingProvider{Name: "otel", Service: "collector.obs.svc.cluster.local", Port: 4317},
 		})
@@ -150,7 +150,7 @@ func TestIstioIngressModes(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-%d", tc.args.Mode, tc.args.HTTPNodePort), func(t *testing.T) {
 			m := &pt.Mocks{}
 			args := tc.args
-			args.Chart = ChartRef{Chart: "gateway", Repo: "https://istio.example.com/charts", Version: "1.24.2"}
+			args.Chart = ChartRef{Chart: "gateway", Repo: "https://istio.example.com/charts", Version: "1.30.3"}
 			var addr func() string
 			var hp, hsp func() int
 			m.Run(t, func(ctx *pulumi.Context) error {
@@ -340,11 +340,11 @@ func TestOperators(t *testing.T) {
 	rewrite := func(s string) string { return "mirror/" + s }
 	var cnpgReady, minioReady, rabbitReady func() bool
 	m.Run(t, func(ctx *pulumi.Context) error {
-		cnpg, err := NewCNPGOperator(ctx, "cnpg-operator", &CNPGOperatorArgs{Manifest: ManifestRef{File: "https://mirror.example.cn/cnpg-1.25.0.yaml"}, Images: rewrite})
+		cnpg, err := NewCNPGOperator(ctx, "cnpg-operator", &CNPGOperatorArgs{Manifest: ManifestRef{File: "https://mirror.example.cn/cnpg-1.30.0.yaml"}, Images: rewrite})
 		if err != nil {
 			return err
 		}
-		minio, err := NewMinIOOperator(ctx, "minio-operator", &MinIOOperatorArgs{Chart: ChartRef{Chart: "operator", Repo: "https://operator.min.io", Version: "6.0.4"}})
+		minio, err := NewMinIOOperator(ctx, "minio-operator", &MinIOOperatorArgs{Chart: ChartRef{Chart: "operator", Repo: "https://operator.min.io", Version: "7.1.1"}})
 		if err != nil {
 			return err
 		}
@@ -360,7 +360,7 @@ func TestOperators(t *testing.T) {
 	})
 	const cf = "kubernetes:yaml/v2:ConfigFile"
 	cnpg := m.Find(t, cf, "cnpg-operator-manifest")
-	pt.Eq(t, "cnpg file", pt.Plain(cnpg.Inputs)["file"], "https://mirror.example.cn/cnpg-1.25.0.yaml")
+	pt.Eq(t, "cnpg file", pt.Plain(cnpg.Inputs)["file"], "https://mirror.example.cn/cnpg-1.30.0.yaml")
 	if cnpg.Transforms != 1 {
 		t.Errorf("cnpg manifest has %d transforms, want the image mirror", cnpg.Transforms)
 	}

@@ -10,13 +10,17 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
-// Names and ports of the tenant's Jaeger (the chart's all-in-one mode, fullname "jaeger").
+// Names and ports of the tenant's Jaeger. Jaeger v2 (chart 4.x) is one Deployment and one
+// Service, both named after the fullname, carrying the query UI/API and the OTLP receivers
+// (templates/jaeger/jaeger-service.yaml of jaegertracing/helm-charts at jaeger-4.11.1).
 const (
-	JaegerRelease          = "jaeger"
-	JaegerQueryService     = "jaeger-query"
-	JaegerQueryPort        = 16686
-	JaegerCollectorService = "jaeger-collector"
-	// JaegerOTLPGRPCPort is the collector's OTLP/gRPC port, where the OTel Collector exports.
+	JaegerRelease = "jaeger"
+	// JaegerService is the chart's one Service: its fullname, fixed by fullnameOverride.
+	JaegerService = JaegerRelease
+	// JaegerQueryPort is the query UI/API port ("http-query").
+	JaegerQueryPort = 16686
+	// JaegerOTLPGRPCPort is the OTLP/gRPC receiver port ("otlp-grpc"), where the OTel
+	// Collector exports.
 	JaegerOTLPGRPCPort = 4317
 )
 
@@ -29,15 +33,16 @@ type JaegerArgs struct {
 	PullSecret string
 }
 
-// Jaeger is the Jaeger Helm chart in all-in-one mode with in-memory storage: traces are a
+// Jaeger is the Jaeger v2 Helm chart with its built-in configuration: all in one process, with
+// in-memory storage (the chart passes no --config unless userconfig is set). Traces are a
 // debugging aid here, not data, so they are not kept across restarts.
 type Jaeger struct {
 	pulumi.ResourceState
 	children.Set
 
-	// QueryURL is the UI/API, "http://jaeger-query.<namespace>.svc.cluster.local:16686".
+	// QueryURL is the UI/API, "http://jaeger.<namespace>.svc.cluster.local:16686".
 	QueryURL pulumi.StringOutput `pulumi:"queryURL"`
-	// CollectorEndpoint is the OTLP/gRPC "host:port" of the collector.
+	// CollectorEndpoint is the OTLP/gRPC "host:port", "jaeger.<namespace>.svc.cluster.local:4317".
 	CollectorEndpoint pulumi.StringOutput `pulumi:"collectorEndpoint"`
 }
 
@@ -50,15 +55,10 @@ func NewJaeger(ctx *pulumi.Context, name string, args *JaegerArgs, opts ...pulum
 	if err := ctx.RegisterComponentResource(JaegerType, name, c, opts...); err != nil {
 		return nil, err
 	}
-	own := map[string]any{
-		"fullnameOverride":   JaegerRelease,
-		"provisionDataStore": map[string]any{"cassandra": false, "elasticsearch": false, "kafka": false},
-		"allInOne":           map[string]any{"enabled": true},
-		"storage":            map[string]any{"type": "memory"},
-		"agent":              map[string]any{"enabled": false},
-		"collector":          map[string]any{"enabled": false},
-		"query":              map[string]any{"enabled": false},
-	}
+	// v2 has no per-role switches (allInOne, agent, collector, query) nor provisionDataStore,
+	// and storage.* only configures the optional Spark and Elasticsearch jobs: the fullname is
+	// all TFRS sets.
+	own := map[string]any{"fullnameOverride": JaegerRelease}
 	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{
 		Release: JaegerRelease, Namespace: args.Namespace, Ref: args.Chart, Values: own, Images: args.Images, PullSecret: args.PullSecret,
 	})
@@ -66,10 +66,10 @@ func NewJaeger(ctx *pulumi.Context, name string, args *JaegerArgs, opts ...pulum
 		return nil, err
 	}
 	c.Keep(chart)
-	c.QueryURL = hostOf(JaegerQueryService, args.Namespace).ApplyT(func(h string) string {
+	c.QueryURL = hostOf(JaegerService, args.Namespace).ApplyT(func(h string) string {
 		return "http://" + h + ":" + strconv.Itoa(JaegerQueryPort)
 	}).(pulumi.StringOutput)
-	c.CollectorEndpoint = hostOf(JaegerCollectorService, args.Namespace).ApplyT(func(h string) string {
+	c.CollectorEndpoint = hostOf(JaegerService, args.Namespace).ApplyT(func(h string) string {
 		return h + ":" + strconv.Itoa(JaegerOTLPGRPCPort)
 	}).(pulumi.StringOutput)
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"queryURL": c.QueryURL, "collectorEndpoint": c.CollectorEndpoint})

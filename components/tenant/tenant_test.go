@@ -303,7 +303,7 @@ func TestWorkloadValidation(t *testing.T) {
 }
 
 func TestConfigs(t *testing.T) {
-	if c := OtelConfig("jaeger-collector.acme.svc.cluster.local:4317"); !strings.Contains(c, "endpoint: jaeger-collector.acme.svc.cluster.local:4317") || !strings.Contains(c, "exporters: [otlp/jaeger]") {
+	if c := OtelConfig("jaeger.acme.svc.cluster.local:4317"); !strings.Contains(c, "endpoint: jaeger.acme.svc.cluster.local:4317") || !strings.Contains(c, "exporters: [otlp/jaeger]") {
 		t.Errorf("otel config:\n%s", c)
 	}
 	if c := PrometheusConfig("acme"); !strings.Contains(c, "names: [acme]") {

@@ -16,7 +16,7 @@ func TestImageTransform(t *testing.T) {
 			"spec": pulumi.Map{"template": pulumi.Map{"spec": pulumi.Map{
 				"initContainers": pulumi.Array{pulumi.Map{"name": pulumi.String("init"), "image": pulumi.String("busybox:1")}},
 				"containers": pulumi.Array{
-					pulumi.Map{"name": pulumi.String("op"), "image": pulumi.String("ghcr.io/cloudnative-pg/cloudnative-pg:1.25.0")},
+					pulumi.Map{"name": pulumi.String("op"), "image": pulumi.String("ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0")},
 					pulumi.Map{"name": pulumi.String("noimage")},
 				},
 			}}},
@@ -28,7 +28,7 @@ func TestImageTransform(t *testing.T) {
 		t.Fatal("deployment not transformed")
 	}
 	spec := res.Props["spec"].(pulumi.Map)["template"].(pulumi.Map)["spec"].(pulumi.Map)
-	pt.Eq(t, "container", spec["containers"].(pulumi.Array)[0].(pulumi.Map)["image"], pulumi.String("mirror.example.cn/ghcr.io/cloudnative-pg/cloudnative-pg:1.25.0"))
+	pt.Eq(t, "container", spec["containers"].(pulumi.Array)[0].(pulumi.Map)["image"], pulumi.String("mirror.example.cn/ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0"))
 	pt.Eq(t, "init", spec["initContainers"].(pulumi.Array)[0].(pulumi.Map)["image"], pulumi.String("mirror.example.cn/busybox:1"))
 
 	cron := pulumi.Map{"spec": pulumi.Map{"jobTemplate": pulumi.Map{"spec": pulumi.Map{"template": pulumi.Map{"spec": pulumi.Map{
