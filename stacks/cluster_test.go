@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,7 +15,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
@@ -603,8 +601,8 @@ func TestMirrorImage(t *testing.T) {
 }
 
 // TestClusterStandIns points every source at the stand-ins under testdata/cluster, checks
-// that each resolved path exists, and that the stand-in CRDs serve every apiVersion/kind the
-// components create, so the integration test on a local control plane can install them.
+// that each resolved path exists, and that the real upstream CRDs of the pinned versions
+// (which the integration tests install) serve every apiVersion/kind the components create.
 func TestClusterStandIns(t *testing.T) {
 	root, err := filepath.Abs("testdata/cluster")
 	if err != nil {
@@ -618,7 +616,6 @@ func TestClusterStandIns(t *testing.T) {
 		s.CNPGOperator.LocalPath = filepath.Join(root, "manifests/cnpg.yaml")
 		s.RabbitMQOperator.LocalPath = filepath.Join(root, "manifests/rabbitmq")
 	}))
-	served := map[string]bool{}
 	for _, r := range m.regs {
 		var path string
 		switch r.Type {
@@ -633,36 +630,7 @@ func TestClusterStandIns(t *testing.T) {
 			t.Errorf("%s %s: %v", r.Type, r.Name, err)
 		}
 	}
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") && !strings.HasSuffix(path, ".yml") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		for _, doc := range strings.Split(string(b), "\n---") {
-			var lines []string
-			for _, l := range strings.Split(doc, "\n") {
-				if !strings.HasPrefix(strings.TrimSpace(l), "{{") {
-					lines = append(lines, l)
-				}
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := yaml.Unmarshal([]byte(strings.Join(lines, "\n")), &crd); err != nil || crd.Kind != "CustomResourceDefinition" {
-				continue
-			}
-			for _, v := range crd.Spec.Versions {
-				if v.Served {
-					served[fmt.Sprintf("kubernetes:%s/%s:%s", crd.Spec.Group, v.Name, crd.Spec.Names.Kind)] = true
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	served := upstreamServed(t)
 	n := 0
 	for _, r := range m.regs {
 		group, _, _ := strings.Cut(strings.TrimPrefix(r.Type, "kubernetes:"), "/")
@@ -671,7 +639,7 @@ func TestClusterStandIns(t *testing.T) {
 		}
 		n++
 		if !served[r.Type] {
-			t.Errorf("no stand-in CRD serves %s", r.Type)
+			t.Errorf("no pinned upstream CRD serves %s", r.Type)
 		}
 	}
 	if n < 7 {

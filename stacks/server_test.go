@@ -1,13 +1,8 @@
 package stacks
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -15,12 +10,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	k8scorev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
@@ -580,39 +572,9 @@ func TestServerGraph(t *testing.T) {
 }
 
 // TestServerStandIns checks that every custom resource a personal robot creates is served by
-// a stand-in CRD under testdata, so the integration tests can store them.
+// a real upstream CRD of the pinned versions, which the integration tests install.
 func TestServerStandIns(t *testing.T) {
-	served := map[string]bool{}
-	for _, dir := range []string{"testdata/cluster", "testdata/tenant"} {
-		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml" {
-				return err
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			docs := utilyaml.NewYAMLReader(bufio.NewReader(f))
-			for {
-				doc, err := docs.Read()
-				if errors.Is(err, io.EOF) {
-					return nil
-				} else if err != nil {
-					return fmt.Errorf("%s: %w", path, err)
-				}
-				var crd apiextensionsv1.CustomResourceDefinition
-				if bytes.Contains(doc, []byte("kind: CustomResourceDefinition")) && yaml.Unmarshal(doc, &crd) == nil {
-					for _, v := range crd.Spec.Versions {
-						served["kubernetes:"+crd.Spec.Group+"/"+v.Name+":"+crd.Spec.Names.Kind] = v.Served
-					}
-				}
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	served := upstreamServed(t)
 	r := runServer(t, ServerInput{Server: newServer(nil), Tenant: personalTenant(t)})
 	kinds := map[string]bool{}
 	for _, reg := range r.m.regs {
@@ -626,7 +588,7 @@ func TestServerStandIns(t *testing.T) {
 	})
 	for k := range kinds {
 		if !served[k] {
-			t.Errorf("no stand-in CRD serves %s", k)
+			t.Errorf("no pinned upstream CRD serves %s", k)
 		}
 	}
 }
