@@ -29,26 +29,6 @@ import (
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 )
 
-// schemaCheckedKinds are the custom resource kinds the programs create, each checked against
-// its real upstream CRD. A rendered custom resource of a kind not listed fails the test (a
-// program grew a kind nobody checks), and so does a listed kind no variant renders.
-var schemaCheckedKinds = []string{
-	"cert-manager.io/v1 Certificate",
-	"cert-manager.io/v1 ClusterIssuer",
-	"minio.min.io/v2 Tenant",
-	"networking.istio.io/v1alpha3 EnvoyFilter", // EnvoyFilter has no v1
-	"networking.istio.io/v1 Gateway",
-	"networking.istio.io/v1 VirtualService",
-	"postgresql.cnpg.io/v1 Cluster",
-	"rabbitmq.com/v1beta1 Permission",
-	"rabbitmq.com/v1beta1 RabbitmqCluster",
-	"rabbitmq.com/v1beta1 User",
-	"rabbitmq.com/v1beta1 Vhost",
-	"security.istio.io/v1 AuthorizationPolicy",
-	"security.istio.io/v1 PeerAuthentication",
-	"telemetry.istio.io/v1 Telemetry",
-}
-
 // TestRenderedResourcesPassUpstreamSchemas renders every example and every variant (both
 // tenant types, every ingress mode and TLS issuer, servers with and without init jobs,
 // personal robots) with no cluster, then applies every rendered object with server-side
@@ -82,7 +62,7 @@ func TestRenderedResourcesPassUpstreamSchemas(t *testing.T) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 
 	checked := map[string]bool{}
-	for _, k := range schemaCheckedKinds {
+	for _, k := range testenv.CustomResourceKinds {
 		checked[k] = true
 	}
 	count := map[string]int{}
@@ -114,7 +94,7 @@ func TestRenderedResourcesPassUpstreamSchemas(t *testing.T) {
 			custom := strings.Contains(gvk.Group, ".") && !strings.HasSuffix(gvk.Group, ".k8s.io")
 			if custom {
 				if !checked[key] {
-					t.Errorf("%s: the programs create %s, which this test does not check: add it to schemaCheckedKinds", name, key)
+					t.Errorf("%s: the programs create %s, which this test does not check: add it to testenv.CustomResourceKinds", name, key)
 				}
 				count[key]++
 			}
@@ -134,9 +114,9 @@ func TestRenderedResourcesPassUpstreamSchemas(t *testing.T) {
 		}
 	}
 	var summary []string
-	for _, k := range schemaCheckedKinds {
+	for _, k := range testenv.CustomResourceKinds {
 		if count[k] == 0 {
-			t.Errorf("no variant renders %s: cover it, or drop it from schemaCheckedKinds", k)
+			t.Errorf("no variant renders %s: cover it, or drop it from testenv.CustomResourceKinds", k)
 		}
 		summary = append(summary, fmt.Sprintf("%s ×%d", k, count[k]))
 	}

@@ -64,3 +64,23 @@ func ControlPlane(t testing.TB) *controlplane.ControlPlane {
 	}
 	return cp
 }
+
+// CustomResourceKinds are the custom resource kinds the programs create ("<group>/<version>
+// <Kind>"), each checked against its real upstream CRD by TestRenderedResourcesPassUpstreamSchemas
+// (which fails when a program creates one not listed, or a listed one goes unrendered).
+var CustomResourceKinds = []string{
+	"cert-manager.io/v1 Certificate",
+	"cert-manager.io/v1 ClusterIssuer",
+	"minio.min.io/v2 Tenant",
+	"networking.istio.io/v1alpha3 EnvoyFilter", // EnvoyFilter has no v1
+	"networking.istio.io/v1 Gateway",
+	"networking.istio.io/v1 VirtualService",
+	"postgresql.cnpg.io/v1 Cluster",
+	"rabbitmq.com/v1beta1 Permission",
+	"rabbitmq.com/v1beta1 RabbitmqCluster",
+	"rabbitmq.com/v1beta1 User",
+	"rabbitmq.com/v1beta1 Vhost",
+	"security.istio.io/v1 AuthorizationPolicy",
+	"security.istio.io/v1 PeerAuthentication",
+	"telemetry.istio.io/v1 Telemetry",
+}
