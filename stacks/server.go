@@ -145,6 +145,9 @@ func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := (boundary{namespace: p.t.Namespace}).register(ctx); err != nil {
+		return nil, err
+	}
 	return registerServer(ctx, s, p, in.Graph)
 }
 

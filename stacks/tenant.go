@@ -163,6 +163,9 @@ func tenantProgram(ctx *pulumi.Context, in TenantInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := (boundary{namespace: p.namespace, ownsNamespace: true}).register(ctx); err != nil {
+		return nil, err
+	}
 	return registerTenant(ctx, t, p, in.Graph)
 }
 
