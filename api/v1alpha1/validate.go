@@ -249,8 +249,10 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	errs = append(errs, storage(tsp, s.TimescaleDB.Size, s.TimescaleDB.StorageClassName)...)
 
 	errs = append(errs, validateComponentSource(p.Child("jaeger"), &s.Jaeger.ComponentSource)...)
+	errs = append(errs, validateTenantValues(p.Child("jaeger"), &s.Jaeger.ComponentSource)...)
 	gp := p.Child("grafana")
 	errs = append(errs, validateComponentSource(gp, &s.Grafana.ComponentSource)...)
+	errs = append(errs, validateTenantValues(gp, &s.Grafana.ComponentSource)...)
 	errs = append(errs, str(gp.Child("adminUser"), s.Grafana.AdminUser, optional, 1, 63, reGrafanaUser)...)
 
 	prp := p.Child("prometheus")
