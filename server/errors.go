@@ -192,6 +192,7 @@ func problemOf(err error) (p Problem, internal bool) {
 		ex  *ExistsError
 		be  *BusyError
 		me  *runner.ManagedElsewhereError
+		sc  *runner.StackClaimedError
 		de  *runner.DependentsError
 		pe  *kinds.ParentError
 		ns  *NoSpecError
@@ -232,6 +233,10 @@ func problemOf(err error) (p Problem, internal bool) {
 		return newProblem(http.StatusNotFound, "not-found", "Not found", nf.What+" not found"), false
 	case errors.Is(err, engine.ErrNotFound), errors.Is(err, ErrNotFound):
 		return newProblem(http.StatusNotFound, "not-found", "Not found", "the resource does not exist"), false
+	case errors.As(err, &sc):
+		p := newProblem(http.StatusConflict, "stack-claimed", "Stack belongs to another object", sc.Error())
+		p.Errors = []FieldProblem{{Field: "metadata.name", Reason: "duplicate", Detail: "its stack belongs to " + sc.Owner}}
+		return p, false
 	case errors.As(err, &me):
 		p := newProblem(http.StatusConflict, "managed-elsewhere", "Managed elsewhere", managedElsewhereDetail(me.ManagedBy))
 		p.ManagedBy = string(me.ManagedBy)

@@ -75,6 +75,11 @@ const (
 	CredentialRobotMinIOSecretKey   = "robot-minio-secret-key"
 )
 
+// CredentialContentHashKey is every server stack's generated key of the hashes in the robot's
+// content names and checksum (HMAC-SHA256; see components/contenthash). It never leaves the
+// state in plain text.
+const CredentialContentHashKey = "content-hash-key"
+
 // ServerGatewayPrincipal is the ingress gateway's mTLS identity, the only caller a personal
 // robot's API admits: "<trust domain>/ns/<namespace>/sa/<service account>", with Istio's
 // default trust domain (cluster.local) and the service account the gateway chart names after
@@ -284,9 +289,19 @@ func registerServer(ctx *pulumi.Context, s *v1alpha1.TFRServer, p *serverPlan, g
 	if err != nil {
 		return nil, err
 	}
+	// The key of every content hash the robot publishes (content names, the checksum): one
+	// generated credential of this stack, so names stay stable run after run and differ
+	// from every other stack's.
+	key, err := program.Credential(ctx, CredentialContentHashKey, program.WithLength(64))
+	if err != nil {
+		return nil, err
+	}
+	p.robot.HashKey = key
 	r := &serverRegistrar{ctx: ctx, spec: &s.Spec, p: p, creds: creds, env: map[string]string{}}
 	r.toml = p.confzTOML(creds)
-	r.checksum = server.ChecksumOf(s.Spec.SecretData, s.Spec.ConfigData, r.toml)
+	if r.checksum, err = server.ChecksumOf(key, s.Spec.SecretData, s.Spec.ConfigData, r.toml); err != nil {
+		return nil, err
+	}
 	if p.personal {
 		r.env[server.DBSchemaEnv] = p.robot.Schema()
 	}

@@ -1,6 +1,9 @@
 package stacks
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -31,7 +34,16 @@ type serverRun struct {
 	secret bool // whether any output is secret
 }
 
+// testServerHashKey is the content-hash key the server stack's state holds in these tests.
+const testServerHashKey = "test-server-content-hash-key"
+
 func runServerErr(in ServerInput) (*serverRun, error) {
+	return runServerKeyed(in, testServerHashKey)
+}
+
+// runServerKeyed runs the program with key as the stack's content-hash key (read back from
+// its state, as the engine binds it).
+func runServerKeyed(in ServerInput, key string) (*serverRun, error) {
 	m := &recordingMocks{stack: "server.tfrs-system.test", prefix: "tfrs:server:"}
 	run := &serverRun{m: m, g: &Graph{}}
 	in.Graph = run.g
@@ -39,7 +51,7 @@ func runServerErr(in ServerInput) (*serverRun, error) {
 		values func() map[string]any
 		all    pulumi.MapOutput
 	)
-	err := pulumi.RunErr(func(ctx *pulumi.Context) error {
+	err := pulumi.RunErr(program.WithCredentials(func(ctx *pulumi.Context) error {
 		outs, err := serverProgram(ctx, in)
 		if err != nil {
 			return err
@@ -47,7 +59,7 @@ func runServerErr(in ServerInput) (*serverRun, error) {
 		all = outs.ToMapOutput()
 		values = pulumitest.Collect[map[string]any](all)
 		return nil
-	}, pulumi.WithMocks(tenantTestProject, m.stack, m))
+	}, map[string]string{CredentialContentHashKey: key}, nil, nil), pulumi.WithMocks(tenantTestProject, m.stack, m))
 	if err != nil {
 		return run, err
 	}
@@ -278,15 +290,21 @@ func TestServerEnterprise(t *testing.T) {
 		})
 		check(t, dep+" pull secret", ps["imagePullSecrets"], []any{map[string]any{"name": testTenantCluster.PullSecretName}})
 	}
-	check(t, "checksum", r.out[ServerOutputChecksum], server.Checksum(newServer(nil).Spec.SecretData, newServer(nil).Spec.ConfigData,
+	check(t, "checksum", r.out[ServerOutputChecksum], server.Checksum(testServerHashKey, newServer(nil).Spec.SecretData, newServer(nil).Spec.ConfigData,
 		dig(t, plainInputs(r.m.find(t, "kubernetes:core/v1:Secret", ServerConfz+"-secret").Inputs), "stringData", server.ConfzKey).(string)))
 
-	// An enterprise robot uses the tenant's logins: no identity of its own, no isolation policy.
-	for _, typ := range []string{"kubernetes:rabbitmq.com/v1beta1:Vhost", "kubernetes:security.istio.io/v1:AuthorizationPolicy", program.CredentialType} {
+	// An enterprise robot uses the tenant's logins: no identity of its own, no isolation
+	// policy; its one credential is the stack's content-hash key.
+	for _, typ := range []string{"kubernetes:rabbitmq.com/v1beta1:Vhost", "kubernetes:security.istio.io/v1:AuthorizationPolicy"} {
 		if n := len(r.m.all(typ)); n != 0 {
 			t.Errorf("%d %s in an enterprise robot", n, typ)
 		}
 	}
+	var creds []string
+	for _, c := range r.m.all(program.CredentialType) {
+		creds = append(creds, c.Name)
+	}
+	check(t, "enterprise credentials", creds, []string{CredentialContentHashKey})
 	if ic := podSpec(t, r, "kubernetes:batch/v1:Job", ServerDBInit+"-job")["initContainers"]; ic != nil {
 		t.Errorf("enterprise db-init creates a schema: %v", ic)
 	}
@@ -309,7 +327,7 @@ func TestServerPersonal(t *testing.T) {
 			creds = append(creds, c.Name)
 		}
 		sort.Strings(creds)
-		check(t, id+" credentials", creds, []string{CredentialRobotMinIOSecretKey, CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword})
+		check(t, id+" credentials", creds, []string{CredentialContentHashKey, CredentialRobotMinIOSecretKey, CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword})
 
 		// Its Confz points at its own role and schema, vhost and user, bucket and user, and
 		// Redis key prefix, and holds none of the tenant's own passwords.
@@ -589,6 +607,59 @@ func TestServerStandIns(t *testing.T) {
 	for k := range kinds {
 		if !served[k] {
 			t.Errorf("no pinned upstream CRD serves %s", k)
+		}
+	}
+}
+
+// Content names and the checksum are keyed by the stack's content-hash key: stable across
+// runs of one stack (no rollout without a change), different in another stack with the same
+// data, and not the unkeyed sha256 of the data (guessable offline for a short secret).
+func TestServerContentHashesKeyed(t *testing.T) {
+	in := ServerInput{Server: newServer(nil), Tenant: enterpriseTenant(t)}
+	run := func(key string) (map[string]any, *serverRun) {
+		t.Helper()
+		r, err := runServerKeyed(in, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]any{}
+		for _, k := range []string{ServerOutputSecretName, ServerOutputConfigMapName, ServerOutputConfzSecret, ServerOutputChecksum} {
+			out[k] = r.out[k]
+		}
+		for _, j := range r.m.all("kubernetes:batch/v1:Job") {
+			out[j.Name] = dig(t, plainInputs(j.Inputs), "metadata", "name")
+		}
+		return out, r
+	}
+	first, r := run("stack-a-key")
+	if len(first) < 5 {
+		t.Fatalf("too few content names to compare: %v", first)
+	}
+	again, _ := run("stack-a-key")
+	check(t, "same key, same data: same names", again, first)
+	other, _ := run("stack-b-key")
+	for k, v := range first {
+		if other[k] == v {
+			t.Errorf("%s: %v in two stacks", k, v)
+		}
+	}
+	data, err := json.Marshal(in.Server.Spec.SecretData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := sha256.Sum256(data)
+	check(t, "secret name is keyed", first[ServerOutputSecretName] == server.Robot{Type: "chat", ID: in.Server.Spec.RobotID}.SecretBase()+"-"+hex.EncodeToString(plain[:])[:10], false)
+	check(t, "secret name shape", strings.HasPrefix(first[ServerOutputSecretName].(string), in.Server.Spec.RobotType+"-"+in.Server.Spec.RobotID+"-secret-"), true)
+	// The key itself is a secret credential of the stack: never in an output or an input in
+	// plain text.
+	for _, reg := range r.m.regs {
+		if strings.Contains(fmt.Sprint(plainInputs(reg.Inputs)), "stack-a-key") && reg.Type != program.CredentialType {
+			t.Errorf("%s %s carries the hash key", reg.Type, reg.Name)
+		}
+	}
+	for k, v := range r.out {
+		if strings.Contains(fmt.Sprint(v), "stack-a-key") {
+			t.Errorf("output %s carries the hash key", k)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
+	"github.com/tfrs-io/tfrs-operator/internal/netpol"
 	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
@@ -242,6 +243,7 @@ func TestTenantEnterprise(t *testing.T) {
 		"namespaces": []any{"acme", cluster.IngressNamespace, cluster.IstioNamespace, TenantMonitoringNamespace},
 	}}}}}})
 	check(t, "authorization policy namespace", dig(t, ap, "metadata", "namespace"), "acme")
+	checkNetworkIsolation(t, m, "acme")
 
 	pull := m.find(t, "kubernetes:core/v1:Secret", "namespace-pull-secret")
 	check(t, "pull secret", dig(t, plainInputs(pull.Inputs), "metadata"), map[string]any{"name": "ccr-pull-secret", "namespace": "acme"})
@@ -570,6 +572,7 @@ func TestTenantPersonal(t *testing.T) {
 	check(t, "minio host", sr.out[TenantOutputMinIOHost], "minio.personal-chat.svc.cluster.local")
 	check(t, "type", []any{sr.out[TenantOutputTenantType], sr.out[TenantOutputJobType]}, []any{"personal", "chat"})
 	check(t, "edges", sr.m.edges(), wantTenantEdges(false))
+	checkNetworkIsolation(t, sr.m, "personal-chat")
 
 	// Whoever owns the spec, the shared stack's objects are the same: nothing is keyed by the
 	// tenant's name.
@@ -864,4 +867,38 @@ func upstreamServed(t *testing.T) map[string]bool {
 		}
 	}
 	return served
+}
+
+// checkNetworkIsolation checks what the NetworkPolicies a tenant program registered mean for
+// its namespace ns: every pod (middleware outside the mesh included) answers the namespace
+// itself, the ingress gateway and monitoring, and no other namespace.
+func checkNetworkIsolation(t *testing.T, m *recordingMocks, ns string) {
+	t.Helper()
+	var c netpol.Cluster
+	for _, reg := range m.all("kubernetes:networking.k8s.io/v1:NetworkPolicy") {
+		np, err := netpol.Parse(plainInputs(reg.Inputs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, np.Name+" namespace", np.Namespace, ns)
+		c.Policies = append(c.Policies, np)
+	}
+	pods := map[string]map[string]string{
+		"postgres": {"cnpg.io/cluster": ns + "-pg"}, "minio": {"v1.min.io/tenant": tenant.MinIOTenant},
+		"rabbitmq": {"app.kubernetes.io/part-of": "rabbitmq"}, "app": {"app.kubernetes.io/name": "tfrobot-front"},
+	}
+	for from, want := range map[string]bool{
+		ns: true, cluster.IngressNamespace: true, TenantMonitoringNamespace: true,
+		"other-tenant": false, "default": false, "kube-system": false,
+	} {
+		for name, labels := range pods {
+			got, err := c.Allowed(netpol.Pod{Namespace: from}, netpol.Pod{Namespace: ns, Labels: labels}, "TCP", 5432)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%s -> %s/%s allowed = %v, want %v", from, ns, name, got, want)
+			}
+		}
+	}
 }

@@ -25,8 +25,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
 // TestRenderedResourcesPassUpstreamSchemas renders every example and every variant (both
@@ -80,6 +82,7 @@ func TestRenderedResourcesPassUpstreamSchemas(t *testing.T) {
 
 		objs := renderedObjects(t, out)
 		require.NotEmpty(t, objs, name)
+		checkTenantNetworkPolicies(t, name, objs)
 		for _, o := range objs {
 			if o.GetKind() == "Namespace" {
 				_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.GetName()}}, metav1.CreateOptions{})
@@ -121,6 +124,35 @@ func TestRenderedResourcesPassUpstreamSchemas(t *testing.T) {
 		summary = append(summary, fmt.Sprintf("%s ×%d", k, count[k]))
 	}
 	t.Logf("custom resources checked against the real CRDs: %s", strings.Join(summary, ", "))
+}
+
+// checkTenantNetworkPolicies fails for a rendered tenant namespace (one labelled with its
+// tenant type) that lacks the NetworkPolicies walling it in: a tenant without them is caught.
+func checkTenantNetworkPolicies(t *testing.T, variant string, objs []*unstructured.Unstructured) {
+	t.Helper()
+	policies := map[string]map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "NetworkPolicy" && o.GetAPIVersion() == "networking.k8s.io/v1" {
+			if policies[o.GetNamespace()] == nil {
+				policies[o.GetNamespace()] = map[string]bool{}
+			}
+			policies[o.GetNamespace()][o.GetName()] = true
+		}
+	}
+	want := []string{tenant.NetworkPolicyDefaultDeny, tenant.NetworkPolicyAllowTenant}
+	for _, p := range tenant.OperatorPeers {
+		want = append(want, p.Policy)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Namespace" || o.GetLabels()[stacks.LabelTenantType] == "" {
+			continue
+		}
+		for _, w := range want {
+			if !policies[o.GetName()][w] {
+				t.Errorf("%s: tenant namespace %s has no NetworkPolicy %s (has %v)", variant, o.GetName(), w, policies[o.GetName()])
+			}
+		}
+	}
 }
 
 // exampleObjects decodes the examples matching glob (under examples/), with their charts and

@@ -67,8 +67,12 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 	}
 	r := args.Robot
 	data := pulumi.StringMap{ConfzKey: pulumi.ToSecret(args.TOML).(pulumi.StringOutput)}
+	sname, err := contentName(r, r.ConfzSecretBase(), data)
+	if err != nil {
+		return nil, err
+	}
 	s, err := corev1.NewSecret(ctx, name+"-secret", &corev1.SecretArgs{
-		Metadata:   r.metaNamed(contentName(r.ConfzSecretBase(), data), ""),
+		Metadata:   r.metaNamed(sname, ""),
 		Type:       pulumi.String("Opaque"),
 		StringData: data,
 	}, pulumi.Parent(c))

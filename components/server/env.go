@@ -40,8 +40,12 @@ func NewSecret(ctx *pulumi.Context, name string, args *EnvArgs, opts ...pulumi.R
 	c := &Secret{}
 	err := registerEnvSource(ctx, SecretType, name, args, &c.envSource, func(parent pulumi.Resource) (pulumi.Resource, pulumi.StringOutput, error) {
 		data := secretStrings(args.Data)
+		sname, err := contentName(args.Robot, args.Robot.SecretBase(), data)
+		if err != nil {
+			return nil, pulumi.StringOutput{}, err
+		}
 		sa := &corev1.SecretArgs{
-			Metadata: args.Robot.metaNamed(contentName(args.Robot.SecretBase(), data), ""),
+			Metadata: args.Robot.metaNamed(sname, ""),
 			Type:     pulumi.String("Opaque"),
 		}
 		// An empty secret map does not survive the round trip through the state (it comes
@@ -63,8 +67,12 @@ func NewConfig(ctx *pulumi.Context, name string, args *EnvArgs, opts ...pulumi.R
 	c := &Config{}
 	err := registerEnvSource(ctx, ConfigType, name, args, &c.envSource, func(parent pulumi.Resource) (pulumi.Resource, pulumi.StringOutput, error) {
 		data := pulumi.ToStringMap(args.Data)
+		cname, err := contentName(args.Robot, args.Robot.ConfigMapBase(), data)
+		if err != nil {
+			return nil, pulumi.StringOutput{}, err
+		}
 		cm, err := corev1.NewConfigMap(ctx, name+"-configmap", &corev1.ConfigMapArgs{
-			Metadata: args.Robot.metaNamed(contentName(args.Robot.ConfigMapBase(), data), ""),
+			Metadata: args.Robot.metaNamed(cname, ""),
 			Data:     data,
 		}, pulumi.Parent(parent))
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/contenthash"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
@@ -88,14 +89,18 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
 	}
-	// The hash sees the secret values inside Apply; only the hash leaves, in the clear.
-	jobName := pulumi.Unsecret(data.ToStringMapOutput().ApplyT(func(d map[string]string) string {
+	// The keyed hash sees the secret values inside Apply; only the hash leaves, in the clear.
+	jobName, err := contenthash.Of(r.HashKey, data, func(key string, v any) string {
+		d := v.(map[string]string)
 		h := fmt.Appendf(nil, "%s\x00%s\x00%s", r.Namespace, r.Name(), spec)
 		for _, k := range keys {
 			h = fmt.Appendf(h, "\x00%s\x00%s", k, d[k])
 		}
-		return jobName(r, kind, shortHash(h, contentHashLength))
-	})).(pulumi.StringOutput)
+		return jobName(r, kind, contenthash.Short(key, h, contentHashLength))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
 	secret, err := corev1.NewSecret(ctx, name+"-secret", &corev1.SecretArgs{
 		Metadata:   r.metaNamed(jobName, kind),
 		Type:       pulumi.String("Opaque"),

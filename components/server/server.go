@@ -20,8 +20,6 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,6 +27,7 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/contenthash"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
@@ -68,6 +67,10 @@ const (
 // Robot identifies one robot: its namespace (the tenant's) and its routing values.
 type Robot struct {
 	Namespace, ID, Type string
+	// HashKey keys the hashes in content names and the config checksum (the server stack's
+	// content-hash key credential; see contenthash). Components that content-name an object
+	// refuse to run without it.
+	HashKey pulumi.StringInput
 }
 
 // Validate accepts exactly the robots the gateway can route to (routing.Validate): the names
@@ -157,10 +160,11 @@ func (r Robot) metaNamed(name pulumi.StringInput, component string) *metav1.Obje
 // (envFrom is read only when a container starts) and nothing else does.
 const ChecksumAnnotation = "tfrs.io/config-checksum"
 
-// Checksum is the sha256 (hex) of the robot's secretData, configData and Confz. It is a
-// one-way hash of values that include secrets, which is safe to show (the passwords in it are
-// 32 random characters); a nil map counts as an empty one.
-func Checksum(secretData, configData map[string]string, confz string) string {
+// Checksum is the keyed hash (HMAC-SHA256 under key, hex; see contenthash) of the robot's
+// secretData, configData and Confz. It is published (pod annotation, stack output, status),
+// and keyed so that it says nothing about the secrets in it without the stack's key; a nil
+// map counts as an empty one.
+func Checksum(key string, secretData, configData map[string]string, confz string) string {
 	if secretData == nil {
 		secretData = map[string]string{}
 	}
@@ -175,23 +179,21 @@ func Checksum(secretData, configData map[string]string, confz string) string {
 	if err != nil {
 		panic("server: checksum of string maps: " + err.Error()) // cannot happen
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return contenthash.Sum(key, b)
 }
 
-// ChecksumOf is Checksum over the Confz output. It is computed inside Apply, on the secret
-// values, and leaves as a plain (non-secret) output: a hash reveals nothing and a secret
-// annotation would hide every pod-template diff.
-func ChecksumOf(secretData, configData map[string]string, confz pulumi.StringInput) pulumi.StringOutput {
-	sum := confz.ToStringOutput().ApplyT(func(c string) string { return Checksum(secretData, configData, c) })
-	return pulumi.Unsecret(sum).(pulumi.StringOutput)
+// ChecksumOf is Checksum over the Confz output under the (secret) key. It is computed inside
+// Apply, on the secret values, and leaves as a plain (non-secret) output: a keyed hash
+// reveals nothing and a secret annotation would hide every pod-template diff.
+func ChecksumOf(key pulumi.StringInput, secretData, configData map[string]string, confz pulumi.StringInput) (pulumi.StringOutput, error) {
+	return contenthash.Of(key, confz, func(k string, c any) string { return Checksum(k, secretData, configData, c.(string)) })
 }
 
 // contentHashLength hex digits of a hash end content-named objects and Jobs.
 const contentHashLength = 10
 
-// contentName is "<base>-<hash of data>", computed inside Apply on the (possibly secret)
-// values and returned in the clear: a hash reveals nothing.
+// contentName is "<base>-<keyed hash of data>" (the robot's HashKey), computed inside Apply
+// on the (possibly secret) values and returned in the clear: a keyed hash reveals nothing.
 //
 // Why the data is in the name: the Kubernetes provider treats a Secret's or ConfigMap's data
 // as immutable and replaces the object when it changes. Under a fixed name that replacement
@@ -199,22 +201,15 @@ const contentHashLength = 10
 // cannot load their environment — and Pulumi then replaces every dependant that references
 // it, the Deployments included. Under a content name the new object is created first, the
 // workers are updated to it (a rolling update), and the old one is deleted last; unchanged
-// data keeps its name, so nothing happens.
-func contentName(base string, data pulumi.StringMapInput) pulumi.StringOutput {
-	name := data.ToStringMapOutput().ApplyT(func(d map[string]string) string {
-		b, err := json.Marshal(d) // sorted keys: the same data, the same name
+// data keeps its name (the key is stable for the stack's life), so nothing happens.
+func contentName(r Robot, base string, data pulumi.StringMapInput) (pulumi.StringOutput, error) {
+	return contenthash.Of(r.HashKey, data, func(key string, d any) string {
+		b, err := json.Marshal(d.(map[string]string)) // sorted keys: the same data, the same name
 		if err != nil {
 			panic("server: content name of a string map: " + err.Error()) // cannot happen
 		}
-		return base + "-" + shortHash(b, contentHashLength)
-	}).(pulumi.StringOutput)
-	return pulumi.Unsecret(name).(pulumi.StringOutput)
-}
-
-// shortHash is the first n hex digits of the sha256 of b.
-func shortHash(b []byte, n int) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:n]
+		return base + "-" + contenthash.Short(key, b, contentHashLength)
+	})
 }
 
 // secretStrings wraps plain values as one Pulumi secret map.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +17,10 @@ import (
 	pt "github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 )
 
-var robot = Robot{Namespace: "acme", ID: "r-1", Type: "chat"}
+// testHashKey is the robot's content-hash key in these tests (a stack credential in a run).
+const testHashKey = "test-content-hash-key"
+
+var robot = Robot{Namespace: "acme", ID: "r-1", Type: "chat", HashKey: pulumi.String(testHashKey)}
 
 // secretIn is a value as the program hands it over: a Pulumi secret.
 func secretIn(s string) pulumi.StringOutput {
@@ -75,14 +80,19 @@ func TestRobotNames(t *testing.T) {
 // objects they made.
 func envNames(t *testing.T, secretData, configData map[string]string) (secret, config string, m *pt.Mocks) {
 	t.Helper()
+	return envNamesKeyed(t, robot, secretData, configData)
+}
+
+func envNamesKeyed(t *testing.T, r Robot, secretData, configData map[string]string) (secret, config string, m *pt.Mocks) {
+	t.Helper()
 	m = &pt.Mocks{}
 	var s, c func() string
 	m.Run(t, func(ctx *pulumi.Context) error {
-		sec, err := NewSecret(ctx, "secret", &EnvArgs{Robot: robot, Data: secretData})
+		sec, err := NewSecret(ctx, "secret", &EnvArgs{Robot: r, Data: secretData})
 		if err != nil {
 			return err
 		}
-		cfg, err := NewConfig(ctx, "config", &EnvArgs{Robot: robot, Data: configData})
+		cfg, err := NewConfig(ctx, "config", &EnvArgs{Robot: r, Data: configData})
 		if err != nil {
 			return err
 		}
@@ -123,6 +133,28 @@ func TestEnvSources(t *testing.T) {
 	_, c4, _ := envNames(t, nil, map[string]string{"TFS_PROFILE": "dev"})
 	if c4 == configName {
 		t.Error("changed value kept its name")
+	}
+
+	// Keyed: another stack's key names the same data otherwise, and the name is not the
+	// plain sha256 of the data (guessable offline for a short secret).
+	other := robot
+	other.HashKey = pulumi.String("another-stack-key")
+	s5, c5, _ := envNamesKeyed(t, other, map[string]string{"OPENAI_API_KEY": "sk-1"}, map[string]string{"TFS_PROFILE": "prod"})
+	if s5 == secretName || c5 == configName {
+		t.Errorf("two keys, one name: %s %s", s5, c5)
+	}
+	plain := sha256.Sum256([]byte(`{"OPENAI_API_KEY":"sk-1"}`))
+	if secretName == robot.SecretBase()+"-"+hex.EncodeToString(plain[:])[:contentHashLength] {
+		t.Errorf("secret name %s is the unkeyed sha256 of its data", secretName)
+	}
+	// Without a key nothing is content-named.
+	nokey := robot
+	nokey.HashKey = nil
+	if err := (&pt.Mocks{}).RunErr(func(ctx *pulumi.Context) error {
+		_, err := NewSecret(ctx, "secret", &EnvArgs{Robot: nokey})
+		return err
+	}); err == nil || !strings.Contains(err.Error(), "no key") {
+		t.Errorf("no key: err = %v", err)
 	}
 
 	// Empty data still makes the object: envFrom on a missing one keeps pods from starting.
@@ -321,30 +353,40 @@ func TestWorkers(t *testing.T) {
 }
 
 func TestChecksum(t *testing.T) {
-	base := Checksum(map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2"}, "confz")
-	pt.Eq(t, "stable", Checksum(map[string]string{"K": "v"}, map[string]string{"B": "2", "A": "1"}, "confz"), base)
-	pt.Eq(t, "nil is empty", Checksum(nil, nil, ""), Checksum(map[string]string{}, map[string]string{}, ""))
+	const k = testHashKey
+	base := Checksum(k, map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2"}, "confz")
+	pt.Eq(t, "stable", Checksum(k, map[string]string{"K": "v"}, map[string]string{"B": "2", "A": "1"}, "confz"), base)
+	pt.Eq(t, "nil is empty", Checksum(k, nil, nil, ""), Checksum(k, map[string]string{}, map[string]string{}, ""))
 	for name, sum := range map[string]string{
-		"secret value": Checksum(map[string]string{"K": "w"}, map[string]string{"A": "1", "B": "2"}, "confz"),
-		"config key":   Checksum(map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2", "C": ""}, "confz"),
-		"confz":        Checksum(map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2"}, "confz\n"),
+		"secret value": Checksum(k, map[string]string{"K": "w"}, map[string]string{"A": "1", "B": "2"}, "confz"),
+		"config key":   Checksum(k, map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2", "C": ""}, "confz"),
+		"confz":        Checksum(k, map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2"}, "confz\n"),
 		// A key moved between the two sources is a change: the Secret wins over the ConfigMap.
-		"moved key": Checksum(map[string]string{"K": "v", "A": "1"}, map[string]string{"B": "2"}, "confz"),
+		"moved key": Checksum(k, map[string]string{"K": "v", "A": "1"}, map[string]string{"B": "2"}, "confz"),
+		// Another stack (another key) hashes the same content otherwise.
+		"other key": Checksum("another-stack-key", map[string]string{"K": "v"}, map[string]string{"A": "1", "B": "2"}, "confz"),
 	} {
 		if sum == base {
 			t.Errorf("%s: checksum unchanged", name)
 		}
 	}
+	plain := sha256.Sum256([]byte(`{"Secret":{"K":"v"},"Config":{"A":"1","B":"2"},"Confz":"confz"}`))
+	if base == hex.EncodeToString(plain[:]) {
+		t.Error("the checksum is the unkeyed sha256 of the content")
+	}
 
 	var out func() string
 	var secret bool
 	(&pt.Mocks{}).Run(t, func(ctx *pulumi.Context) error {
-		o := ChecksumOf(nil, map[string]string{"A": "1"}, secretIn("confz"))
+		o, err := ChecksumOf(pulumi.ToSecret(pulumi.String(k)).(pulumi.StringOutput), nil, map[string]string{"A": "1"}, secretIn("confz"))
+		if err != nil {
+			return err
+		}
 		out = pt.Collect[string](o)
 		secret = pulumi.IsSecret(o)
 		return nil
 	})
-	pt.Eq(t, "output", out(), Checksum(nil, map[string]string{"A": "1"}, "confz"))
+	pt.Eq(t, "output", out(), Checksum(k, nil, map[string]string{"A": "1"}, "confz"))
 	pt.Eq(t, "output is not secret", secret, false)
 }
 

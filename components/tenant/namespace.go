@@ -122,6 +122,9 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		return nil, err
 	}
 	c.Keep(pa, ap)
+	if err := c.addNetworkPolicies(ctx, name, nsName, args.Name, args.AllowedNamespaces); err != nil {
+		return nil, err
+	}
 
 	c.Name = nsName
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "pullSecretName": c.PullSecretName})

@@ -148,7 +148,11 @@ func newConfigMap(ctx *pulumi.Context, parent pulumi.Resource, resourceName, app
 }
 
 // checksum is a pod annotation that changes with the configuration, so a config change
-// rolls the pods (a mounted ConfigMap alone is not re-read by these programs).
+// rolls the pods (a mounted ConfigMap alone is not re-read by these programs). It is an
+// unkeyed sha256 on purpose: its input is the ConfigMap's own data (OtelConfig, VectorConfig,
+// PrometheusConfig: endpoints and names, never a secret), stored in the clear right beside
+// it, so the hash tells nobody anything the ConfigMap does not. A checksum over secret data
+// must be keyed (contenthash, as the server components do).
 func checksum(config pulumi.StringInput) pulumi.StringMapInput {
 	return pulumi.StringMap{"tfrs.io/config-checksum": config.ToStringOutput().ApplyT(func(s string) string {
 		sum := sha256.Sum256([]byte(s))

@@ -29,6 +29,10 @@ const TagManagedBy = "tfrs.io/managed-by"
 const (
 	TagParent = "tfrs.io/parent"
 	TagShared = "tfrs.io/shared"
+	// TagObject is the full identity ("<Kind>/<namespace>/<name>") of the object whose own
+	// stack this is; the runner refuses any other object's operation on it (a shortened stack
+	// name is a hash, so two objects' names could be made to map to one stack).
+	TagObject = "tfrs.io/object"
 )
 
 // ManagedBy names the door that created a stack. The HTTP API refuses to mutate stacks the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // ErrManagedElsewhere: the stack is managed by another door.
@@ -44,18 +45,19 @@ func CheckDoor(stack string, owner, door engine.ManagedBy) error {
 	return nil
 }
 
-// checkDoor applies CheckDoor to the stack's managed-by tag; a stack that does not exist yet
-// is free.
-func (r *Runner) checkDoor(ctx context.Context, stack string, door engine.ManagedBy) error {
-	if door == "" {
-		return nil // no tag read needed
-	}
-	tags, err := r.eng.Tags(ctx, stack) // one CLI process; Status would read the history too
+// checkStack reads the stack's tags once and applies CheckIdentity (always: no object runs
+// on another object's stack, not even a preview) and CheckDoor (when door is set); a stack
+// that does not exist yet is free.
+func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.ManagedBy) error {
+	tags, err := r.eng.Tags(ctx, t.Stack) // one CLI process; Status would read the history too
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return CheckDoor(stack, engine.ManagedBy(tags[engine.TagManagedBy]), door)
+	if err := CheckIdentity(t, tags); err != nil {
+		return err
+	}
+	return CheckDoor(t.Stack, engine.ManagedBy(tags[engine.TagManagedBy]), door)
 }

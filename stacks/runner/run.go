@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -171,7 +172,7 @@ func (r *Runner) Refresh(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkDoor(ctx, t.Stack, op.Door); err != nil {
+	if err := r.checkStack(ctx, t, op.Door); err != nil {
 		return nil, err
 	}
 	out := &Outcome{Target: t}
@@ -185,20 +186,28 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 	if err != nil {
 		return nil, err
 	}
-	// The door check and the parent reads are independent CLI reads: run them at once. No
-	// stack operation starts before the door check passed, and its refusal wins over any
-	// parent error, exactly as if it had run first.
+	// The stack check (identity, and for Up the door) and the parent reads are independent
+	// CLI reads: run them at once. No stack operation starts before the check passed, and its
+	// refusal wins over any parent error, exactly as if it had run first.
 	door := make(chan error, 1)
-	if kind == engine.OpUp {
-		go func() { door <- r.checkDoor(ctx, t.Stack, op.Door) }()
-	} else {
-		door <- nil
+	by := op.Door
+	if kind != engine.OpUp {
+		by = "" // only Up mutates: a preview through any door is fine, on the object's own stack
 	}
+	go func() { door <- r.checkStack(ctx, t, by) }()
 	doorErr := sync.OnceValue(func() error { return <-door })
 	out := &Outcome{Target: t}
 	run := func(stack string, prog programFunc, tags map[string]string) error {
 		if err := doorErr(); err != nil {
 			return err
+		}
+		if stack == t.Stack {
+			// The own stack records whose it is (CheckIdentity reads it back).
+			tags = maps.Clone(tags)
+			if tags == nil {
+				tags = map[string]string{}
+			}
+			tags[engine.TagObject] = ObjectIdentity(t)
 		}
 		req := r.request(stack, prog, op, tags)
 		var res *engine.Result
@@ -226,7 +235,7 @@ func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkDoor(ctx, t.Stack, op.Door); err != nil {
+	if err := r.checkStack(ctx, t, op.Door); err != nil {
 		return nil, err
 	}
 	deps, err := r.Dependents(ctx, t)

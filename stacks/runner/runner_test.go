@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -105,7 +106,7 @@ func TestEnterpriseTenantUp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"up tenant.team.acme"}, f.Ops())
 	req := f.Request("up tenant.team.acme")
-	assert.Equal(t, map[string]string{engine.TagParent: "cluster.main"}, req.Tags)
+	assert.Equal(t, map[string]string{engine.TagParent: "cluster.main", engine.TagObject: "TFRTenant/team/acme"}, req.Tags)
 	assert.Equal(t, engine.ManagedByOperator, req.ManagedBy)
 	assert.True(t, req.Config[ConfigKubeconfig].Secret, "the kubeconfig is secret config")
 	assert.Equal(t, "dev", req.Config[ConfigKubeContext].Value)
@@ -283,4 +284,59 @@ func TestFailedUpIsReturned(t *testing.T) {
 	r := New(f, Options{})
 	_, err := r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
 	require.True(t, errors.Is(err, engine.ErrConflict))
+}
+
+// Stack names are shortened with a hash (stackname), so two objects' names can be forged to
+// share one stack. A real sha256 collision cannot be found, so the situation is built: the
+// long-named tenant's stack already exists, tagged with another object's identity. Every
+// operation of the tenant is refused before anything runs, naming metadata.name; an untagged
+// stack (made before the tag existed) is taken and tagged on the next up.
+func TestStackOfAnotherObjectIsRefused(t *testing.T) {
+	long, ns := strings.Repeat("a", 30)+"-"+strings.Repeat("b", 30), "team-"+strings.Repeat("n", 55)
+	obj := tenant(long, v1alpha1.TenantEnterprise)
+	obj.Namespace = ns
+	target, _, err := kinds.Prepare(obj)
+	require.NoError(t, err)
+	require.Less(t, len(target.Stack), len("tenant."+ns+"."+long), "the stack name is shortened")
+	self := "TFRTenant/" + ns + "/" + long
+	ctx := context.Background()
+
+	for _, door := range []engine.ManagedBy{engine.ManagedByOperator, engine.ManagedByAPI, engine.ManagedByCLI} {
+		f := newFake()
+		f.put("cluster.main", true, nil)
+		f.put(target.Stack, true, map[string]string{engine.TagManagedBy: string(door), engine.TagObject: "TFRTenant/" + ns + "/the-forger"})
+		r := New(f, Options{})
+		op := Op{Door: door}
+		for name, call := range map[string]func() error{
+			"up":      func() error { _, err := r.Up(ctx, obj, op); return err },
+			"preview": func() error { _, err := r.Preview(ctx, obj, op); return err },
+			"refresh": func() error { _, err := r.Refresh(ctx, obj, op); return err },
+			"destroy": func() error { _, err := r.Destroy(ctx, obj, op); return err },
+		} {
+			err := call()
+			var ce *StackClaimedError
+			require.ErrorAs(t, err, &ce, "%s %s", door, name)
+			require.ErrorIs(t, err, ErrStackClaimed)
+			require.ErrorIs(t, err, ErrManagedElsewhere, "the doors' conflict mapping applies")
+			assert.Contains(t, err.Error(), `metadata.name "`+long+`"`)
+			assert.Contains(t, err.Error(), "TFRTenant/"+ns+"/the-forger")
+			assert.Equal(t, self, ce.Object)
+		}
+		assert.Empty(t, f.Ops(), "%s: nothing ran on the other object's stack", door)
+		st, _ := f.Stack(target.Stack)
+		assert.Equal(t, "TFRTenant/"+ns+"/the-forger", st.Tags[engine.TagObject], "the owner's tag is untouched")
+	}
+
+	// A stack from before the tag: taken over by the next up, which records the object.
+	f := newFake()
+	f.put("cluster.main", true, nil)
+	f.put(target.Stack, true, map[string]string{engine.TagManagedBy: string(engine.ManagedByOperator)})
+	r := New(f, Options{})
+	_, err = r.Up(ctx, obj, operatorOp)
+	require.NoError(t, err)
+	st, _ := f.Stack(target.Stack)
+	assert.Equal(t, self, st.Tags[engine.TagObject])
+	// The same object again: accepted.
+	_, err = r.Up(ctx, obj, operatorOp)
+	require.NoError(t, err)
 }

@@ -1,0 +1,143 @@
+package tenant
+
+import (
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
+	networkingv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/networking/v1"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/cluster"
+)
+
+// The tenant namespace's network isolation: Kubernetes NetworkPolicies, enforced by the CNI
+// for every pod, in the mesh or not. The Istio AuthorizationPolicy only guards workloads that
+// have a sidecar; the CNPG, MinIO and RabbitMQ pods run outside the mesh, so without these a
+// pod of any namespace could dial a tenant's database directly.
+//
+// The model (policies are additive allow-lists once any policy selects a pod):
+//
+//	policy                        pods                      may be reached from
+//	tfrs-default-deny-ingress     every pod                 nobody (the deny every allow below refines)
+//	tfrs-allow-tenant             every pod                 the namespace itself; AllowedNamespaces
+//	                                                        (ingress gateway, istio-system, monitoring)
+//	tfrs-allow-cnpg-operator      cnpg.io/cluster pods      cnpg-system, TCP 8000 (status) and 5432
+//	tfrs-allow-minio-operator     v1.min.io/tenant pods     minio-operator, TCP 9000 (MinIO API)
+//	tfrs-allow-rabbitmq-operator  RabbitMQ pods             rabbitmq-system, TCP 15672/15671 (management)
+//
+// Namespaces are matched by kubernetes.io/metadata.name, the label the API server sets on
+// every namespace to its name and that nobody can change, so a namespace cannot pose as
+// another by labelling itself.
+//
+// Egress is not restricted, on purpose. Another tenant's pods are already closed by that
+// tenant's own ingress policies (every tenant namespace has them), which is what isolates
+// tenants from each other. What tenant pods must dial out to cannot be expressed portably as
+// NetworkPolicy peers: the CNPG instance manager and RabbitMQ's peer discovery talk to the
+// Kubernetes API server, whose address is not a pod (an ipBlock that differs per cluster);
+// robots call model providers on the internet; sidecars need istiod (xDS, 15012) and DNS. A
+// default-deny egress would break them on some clusters and protect nothing the receivers'
+// ingress policies do not already protect. Kubelet probes come from the node, which CNIs
+// admit regardless of policy.
+const (
+	// NetworkPolicyDefaultDeny selects every pod and allows no ingress.
+	NetworkPolicyDefaultDeny = "tfrs-default-deny-ingress"
+	// NetworkPolicyAllowTenant admits the namespace itself and the allowed namespaces.
+	NetworkPolicyAllowTenant = "tfrs-allow-tenant"
+
+	// MetadataNameLabel is the label the API server sets on every namespace to its name.
+	MetadataNameLabel = "kubernetes.io/metadata.name"
+
+	// CNPGOperatorNamespace and RabbitMQOperatorNamespace are where the upstream manifests
+	// install those operators (the MinIO operator's is cluster.MinIOOperatorNamespace).
+	CNPGOperatorNamespace     = "cnpg-system"
+	RabbitMQOperatorNamespace = "rabbitmq-system"
+)
+
+// OperatorPeer is an operator that runs outside the tenant namespace and must reach the pods
+// it manages there.
+type OperatorPeer struct {
+	// Policy is the NetworkPolicy's name.
+	Policy string
+	// Namespace the operator runs in.
+	Namespace string
+	// PodLabel is the label key (any value) the operator puts on the pods it manages.
+	PodLabel string
+	// PodLabelValue, when set, is the value PodLabel must have.
+	PodLabelValue string
+	// Ports are the TCP ports the operator dials.
+	Ports []int
+}
+
+// OperatorPeers are the operators whose pods the tenant's middleware answers: CloudNativePG
+// polls every instance's manager (8000) and connects to PostgreSQL (5432); the MinIO
+// operator checks its Tenant through the MinIO API (9000); the RabbitMQ cluster and topology
+// operators use the management API (15672, 15671 with TLS).
+var OperatorPeers = []OperatorPeer{
+	{Policy: "tfrs-allow-cnpg-operator", Namespace: CNPGOperatorNamespace, PodLabel: "cnpg.io/cluster", Ports: []int{8000, PostgresPort}},
+	{Policy: "tfrs-allow-minio-operator", Namespace: cluster.MinIOOperatorNamespace, PodLabel: "v1.min.io/tenant", Ports: []int{9000}},
+	{Policy: "tfrs-allow-rabbitmq-operator", Namespace: RabbitMQOperatorNamespace, PodLabel: "app.kubernetes.io/part-of", PodLabelValue: "rabbitmq", Ports: []int{15672, 15671}},
+}
+
+// addNetworkPolicies registers the namespace's NetworkPolicies (see the model above) as
+// children of the namespace component; allowed are the namespaces besides its own that may
+// reach every pod.
+func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, own string, allowed []string) error {
+	tcp := pulumi.String("TCP")
+	policy := func(suffix, policyName string, pods *metav1.LabelSelectorArgs, rules networkingv1.NetworkPolicyIngressRuleArray) error {
+		np, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+suffix, &networkingv1.NetworkPolicyArgs{
+			Metadata: meta(policyName, ns, nil),
+			Spec: &networkingv1.NetworkPolicySpecArgs{
+				PodSelector: pods,
+				PolicyTypes: pulumi.StringArray{pulumi.String("Ingress")},
+				Ingress:     rules,
+			},
+		}, pulumi.Parent(c))
+		if err != nil {
+			return err
+		}
+		c.Keep(np)
+		return nil
+	}
+	if err := policy("default-deny-ingress", NetworkPolicyDefaultDeny, &metav1.LabelSelectorArgs{}, nil); err != nil {
+		return err
+	}
+	from := networkingv1.NetworkPolicyPeerArray{networkingv1.NetworkPolicyPeerArgs{PodSelector: &metav1.LabelSelectorArgs{}}}
+	var others []string
+	for _, n := range allowed {
+		if n != "" && n != own {
+			others = append(others, n)
+		}
+	}
+	if len(others) > 0 {
+		from = append(from, networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: namespacesSelector(others...)})
+	}
+	if err := policy("allow-tenant", NetworkPolicyAllowTenant, &metav1.LabelSelectorArgs{},
+		networkingv1.NetworkPolicyIngressRuleArray{networkingv1.NetworkPolicyIngressRuleArgs{From: from}}); err != nil {
+		return err
+	}
+	for _, o := range OperatorPeers {
+		pods := &metav1.LabelSelectorArgs{MatchExpressions: metav1.LabelSelectorRequirementArray{
+			metav1.LabelSelectorRequirementArgs{Key: pulumi.String(o.PodLabel), Operator: pulumi.String("Exists")},
+		}}
+		if o.PodLabelValue != "" {
+			pods = &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{o.PodLabel: pulumi.String(o.PodLabelValue)}}
+		}
+		var ports networkingv1.NetworkPolicyPortArray
+		for _, p := range o.Ports {
+			ports = append(ports, networkingv1.NetworkPolicyPortArgs{Port: pulumi.Int(p), Protocol: tcp})
+		}
+		rule := networkingv1.NetworkPolicyIngressRuleArgs{
+			From:  networkingv1.NetworkPolicyPeerArray{networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: namespacesSelector(o.Namespace)}},
+			Ports: ports,
+		}
+		if err := policy(o.Policy[len("tfrs-"):], o.Policy, pods, networkingv1.NetworkPolicyIngressRuleArray{rule}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// namespacesSelector selects the namespaces named (by their immutable metadata.name label).
+func namespacesSelector(names ...string) *metav1.LabelSelectorArgs {
+	return &metav1.LabelSelectorArgs{MatchExpressions: metav1.LabelSelectorRequirementArray{
+		metav1.LabelSelectorRequirementArgs{Key: pulumi.String(MetadataNameLabel), Operator: pulumi.String("In"), Values: pulumi.ToStringArray(names)},
+	}}
+}
