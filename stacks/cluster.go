@@ -7,6 +7,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
@@ -53,7 +54,7 @@ const (
 	ClusterIssuerName = "tfrs"
 	// PullSecretNamespace holds the source copy of the pull Secret. "default" always exists
 	// and belongs to no component, so no namespace changes hands.
-	PullSecretNamespace = "default"
+	PullSecretNamespace = clusterns.PullSecret
 	// The mesh tracing provider (OTLP/gRPC) the Telemetry sends spans to.
 	clusterTracingProvider = "tfrs-otel"
 	clusterTracingService  = "otel-collector." + cluster.IstioNamespace + ".svc.cluster.local"
