@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -179,7 +180,7 @@ func (c *clusterComponents) steps(ctx *pulumi.Context, spec *v1alpha1.TFRCluster
 func (c *clusterComponents) outputs(spec *v1alpha1.TFRClusterSpec, p *clusterPlan) pulumi.Map {
 	out := newExports((&ClusterOutputs{
 		Domain: spec.Domain, APIHost: cluster.APIHost(spec.Domain), IngressMode: string(spec.Ingress.Mode),
-		ImageRegistry: p.imageMirror,
+		ImageRegistry: p.imageMirror, ReservedNamespaces: slices.Sorted(slices.Values(spec.ReservedNamespaces)),
 	}).fields())
 	if i := c.ingress; i != nil {
 		out.set(ClusterOutputIngressAddress, i.Address)
