@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -34,6 +36,7 @@ import (
 // +kubebuilder:rbac:groups=tfrs.io,resources=tfrclusters/status;tfrtenants/status;tfrservers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=tfrs.io,resources=tfrclusters/finalizers;tfrtenants/finalizers;tfrservers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=tfrs-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // Options configure the operator. Zero values take the defaults named.
@@ -111,7 +114,12 @@ func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, erro
 		return nil, err
 	}
 	parents := newParentCache(digestTTL(o.ResyncPeriod))
-	rn := runner.New(o.Engine, runOptions(c, o.Run))
+	run := o.Run
+	if run.Namespaces == nil && run.Kubeconfig == "" && run.KubeContext == "" {
+		// Read straight from the API server: no cache (and no watch) of every namespace.
+		run.Namespaces = clientNamespaces{mgr.GetAPIReader()}
+	}
+	rn := runner.New(o.Engine, runOptions(c, run))
 	for _, k := range []*kind{clusterKind(), tenantKind(), serverKind()} {
 		r := newReconciler(k, c, rn, op.jobs, parents, o)
 		r.events = mgr.GetEventRecorder("tfrs-operator")
@@ -142,7 +150,26 @@ func runOptions(c client.Reader, run runner.Options) runner.Options {
 		}
 		return owner, nil
 	}
+	// The provider applies to the operator's own cluster unless a kubeconfig says otherwise:
+	// then the manager's client reads the tenants' namespaces before they run.
+	if run.Namespaces == nil && run.Kubeconfig == "" && run.KubeContext == "" {
+		run.Namespaces = clientNamespaces{c}
+	}
 	return run
+}
+
+// clientNamespaces reads namespaces with the manager's client (runner.NamespaceGetter).
+type clientNamespaces struct{ c client.Reader }
+
+func (n clientNamespaces) GetNamespace(ctx context.Context, name string) (bool, map[string]string, error) {
+	var ns corev1.Namespace
+	if err := n.c.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil, nil
+		}
+		return false, nil, err
+	}
+	return true, ns.Annotations, nil
 }
 
 func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *parentCache, o Options) *reconciler {

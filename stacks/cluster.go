@@ -2,11 +2,13 @@ package stacks
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
@@ -53,7 +55,7 @@ const (
 	ClusterIssuerName = "tfrs"
 	// PullSecretNamespace holds the source copy of the pull Secret. "default" always exists
 	// and belongs to no component, so no namespace changes hands.
-	PullSecretNamespace = "default"
+	PullSecretNamespace = clusterns.PullSecret
 	// The mesh tracing provider (OTLP/gRPC) the Telemetry sends spans to.
 	clusterTracingProvider = "tfrs-otel"
 	clusterTracingService  = "otel-collector." + cluster.IstioNamespace + ".svc.cluster.local"
@@ -178,7 +180,7 @@ func (c *clusterComponents) steps(ctx *pulumi.Context, spec *v1alpha1.TFRCluster
 func (c *clusterComponents) outputs(spec *v1alpha1.TFRClusterSpec, p *clusterPlan) pulumi.Map {
 	out := newExports((&ClusterOutputs{
 		Domain: spec.Domain, APIHost: cluster.APIHost(spec.Domain), IngressMode: string(spec.Ingress.Mode),
-		ImageRegistry: p.imageMirror,
+		ImageRegistry: p.imageMirror, ReservedNamespaces: slices.Sorted(slices.Values(spec.ReservedNamespaces)),
 	}).fields())
 	if i := c.ingress; i != nil {
 		out.set(ClusterOutputIngressAddress, i.Address)

@@ -240,6 +240,7 @@ func TestClusterEveryComponentPerIngressMode(t *testing.T) {
 				ClusterOutputCNPGOperatorReady:     true,
 				ClusterOutputMinIOOperatorReady:    true,
 				ClusterOutputRabbitMQOperatorReady: true,
+				ClusterOutputReservedNamespaces:    []string{},
 			})
 		})
 	}

@@ -42,13 +42,13 @@ func secretOf(s SecretString) pulumi.StringOutput {
 
 // outputValue are the Go types an output field may have.
 type outputValue interface {
-	string | SecretString | int | bool
+	string | SecretString | int | bool | []string
 }
 
 // outputField binds an output key to a field of a level's outputs struct.
 type outputField struct {
 	key string
-	ptr any // *string, *SecretString, *int or *bool: bind allows no other
+	ptr any // *string, *SecretString, *int, *bool or *[]string: bind allows no other
 }
 
 func bind[T outputValue](key string, p *T) outputField { return outputField{key: key, ptr: p} }
@@ -69,6 +69,8 @@ func (f outputField) export() pulumi.Input {
 		return pulumi.Int(*p)
 	case *bool:
 		return pulumi.Bool(*p)
+	case *[]string:
+		return pulumi.ToStringArray(*p)
 	}
 	panic(fmt.Sprintf("stacks: output %s has a field of type %T", f.key, f.ptr)) // unreachable through field
 }
@@ -84,6 +86,8 @@ func (f outputField) read(r *outputReader) {
 		*p = r.integer(f.key)
 	case *bool:
 		*p = r.boolean(f.key)
+	case *[]string:
+		*p = r.strings(f.key)
 	}
 }
 
@@ -205,6 +209,38 @@ func (r *outputReader) integer(key string) int {
 	return 0
 }
 
+// strings reads a list of strings. A list key may be absent: the list keys were added after
+// the first stacks were brought up, and a stack from before reads as the empty list until its
+// next up exports it.
+func (r *outputReader) strings(key string) []string {
+	if r.err != nil {
+		return nil
+	}
+	if _, ok := r.out[key]; !ok {
+		return nil
+	}
+	v, _ := r.get(key, false)
+	switch l := v.(type) {
+	case []string:
+		return l
+	case []any:
+		out := make([]string, 0, len(l))
+		for _, e := range l {
+			s, ok := e.(string)
+			if !ok {
+				r.err = fmt.Errorf("output %q has a %T element, want strings", key, e)
+				return nil
+			}
+			out = append(out, s)
+		}
+		return out
+	case nil:
+		return nil
+	}
+	r.err = fmt.Errorf("output %q is a %T, want a list of strings", key, v)
+	return nil
+}
+
 func (r *outputReader) boolean(key string) bool {
 	v, ok := r.get(key, false)
 	if !ok {
@@ -236,6 +272,9 @@ const (
 	ClusterOutputCNPGOperatorReady     = "cnpgOperatorReady"
 	ClusterOutputMinIOOperatorReady    = "minioOperatorReady"
 	ClusterOutputRabbitMQOperatorReady = "rabbitmqOperatorReady"
+	// ClusterOutputReservedNamespaces is the TFRCluster's spec.reservedNamespaces (sorted):
+	// namespaces no tenant of the cluster may target, on top of the built-in ones.
+	ClusterOutputReservedNamespaces = "reservedNamespaces"
 )
 
 // ClusterOutputs are the cluster stack's outputs, typed. The program exports the values it
@@ -248,6 +287,7 @@ type ClusterOutputs struct {
 	DockerConfigJSON                             SecretString
 	CNPGOperatorReady, MinIOOperatorReady        bool
 	RabbitMQOperatorReady                        bool
+	ReservedNamespaces                           []string
 }
 
 func (o *ClusterOutputs) fields() outputTable {
@@ -260,6 +300,7 @@ func (o *ClusterOutputs) fields() outputTable {
 		bind(ClusterOutputDockerConfigJSON, &o.DockerConfigJSON),
 		bind(ClusterOutputCNPGOperatorReady, &o.CNPGOperatorReady), bind(ClusterOutputMinIOOperatorReady, &o.MinIOOperatorReady),
 		bind(ClusterOutputRabbitMQOperatorReady, &o.RabbitMQOperatorReady),
+		bind(ClusterOutputReservedNamespaces, &o.ReservedNamespaces),
 	}
 }
 
@@ -279,12 +320,16 @@ type TenantCluster struct {
 	ImageRegistry string
 	// RabbitMQOperatorReady gates the whole program (ErrRabbitMQOperatorNotReady).
 	RabbitMQOperatorReady bool
+	// ReservedNamespaces extend the built-in reserved namespaces for this cluster's tenants
+	// (TFRCluster.spec.reservedNamespaces).
+	ReservedNamespaces []string
 }
 
 func (c *TenantCluster) fields() outputTable {
 	return outputTable{
 		bind(ClusterOutputPullSecretName, &c.PullSecretName), bind(ClusterOutputDockerConfigJSON, &c.DockerConfigJSON),
 		bind(ClusterOutputImageRegistry, &c.ImageRegistry), bind(ClusterOutputRabbitMQOperatorReady, &c.RabbitMQOperatorReady),
+		bind(ClusterOutputReservedNamespaces, &c.ReservedNamespaces),
 	}
 }
 

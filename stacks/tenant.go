@@ -111,6 +111,10 @@ type TenantInput struct {
 	// (TenantOutputsFromStack on PersonalSharedStack). Nil for enterprise tenants and for
 	// the shared stack itself.
 	Shared *TenantOutputs
+	// Namespace is the target namespace as the caller found it before the run (see
+	// nsowner.go); nil when it was not read (render mode, graphs, a run without cluster
+	// access): then nothing is refused and the Namespace is kept on destroy.
+	Namespace *NamespaceState
 	// Graph, when set, receives the components as the program registers them (see
 	// TenantGraph).
 	Graph *Graph
@@ -163,6 +167,16 @@ func tenantProgram(ctx *pulumi.Context, in TenantInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The runner refused a namespace that is not this stack's before the engine started;
+	// checked again here so no caller of the program can skip it.
+	stack := runningStack(ctx.Stack())
+	if errs := TenantNamespaceErrors(t, in.Cluster, stack, in.Namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("tenant %q: %w", t.Name, errs.ToAggregate())
+	}
+	decision, _ := DecideNamespace(p.namespace, stack, in.Namespace)
+	p.owner = stack
+	// A namespace whose ownership could not be checked is never deleted by this stack.
+	p.retainNamespace = p.retain || decision == NamespaceUnverified
 	if err := (boundary{namespace: p.namespace, ownsNamespace: true}).register(ctx); err != nil {
 		return nil, err
 	}
@@ -172,13 +186,18 @@ func tenantProgram(ctx *pulumi.Context, in TenantInput) (pulumi.Map, error) {
 // tenantPlan is everything computed from the spec before anything is registered, so a bad
 // override fails the run before it touches the cluster.
 type tenantPlan struct {
-	namespace  string
-	labels     map[string]string
-	retain     bool
-	pullSecret *TenantCluster // nil: no pull Secret
-	images     tenant.Images
-	jaeger     tenant.ChartRef
-	grafana    tenant.ChartRef
+	namespace string
+	labels    map[string]string
+	retain    bool
+	// owner is the stack written into the namespace's AnnotationOwner.
+	owner string
+	// retainNamespace keeps the Namespace on destroy: the deletion policy's Retain, or an
+	// ownership that was not verified.
+	retainNamespace bool
+	pullSecret      *TenantCluster // nil: no pull Secret
+	images          tenant.Images
+	jaeger          tenant.ChartRef
+	grafana         tenant.ChartRef
 }
 
 func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {

@@ -66,7 +66,8 @@ func (r *tenantRegistrar) steps() []step {
 func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 	p := r.p
 	args := &tenant.NamespaceArgs{
-		Name: p.namespace, Labels: p.labels, Retain: p.retain,
+		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace,
+		Annotations:       map[string]string{AnnotationOwner: p.owner},
 		AllowedNamespaces: []string{cluster.IngressNamespace, cluster.IstioNamespace, TenantMonitoringNamespace},
 	}
 	if c := p.pullSecret; c != nil {

@@ -234,7 +234,7 @@ func TestTenantEnterprise(t *testing.T) {
 	nsr := plainInputs(m.find(t, "kubernetes:core/v1:Namespace", "").Inputs)
 	check(t, "namespace", dig(t, nsr, "metadata"), map[string]any{"name": "acme", "labels": map[string]any{
 		"istio-injection": "enabled", LabelTenant: "acme", LabelTenantType: "enterprise",
-	}})
+	}, "annotations": map[string]any{AnnotationOwner: enterpriseStack}})
 	pa := plainInputs(m.find(t, "kubernetes:security.istio.io/v1:PeerAuthentication", "").Inputs)
 	check(t, "peer authentication", dig(t, pa, "spec"), map[string]any{"mtls": map[string]any{"mode": "STRICT"}})
 	check(t, "peer authentication name", dig(t, pa, "metadata", "name"), "default")
@@ -403,7 +403,9 @@ var dataObjects = []string{
 func TestTenantDeletionPolicy(t *testing.T) {
 	for _, policy := range []v1alpha1.DeletionPolicy{"", v1alpha1.DeletionRetain, v1alpha1.DeletionDelete} {
 		t.Run(string(policy), func(t *testing.T) {
-			r := runTenant(t, TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) { s.DeletionPolicy = policy }), Cluster: testTenantCluster}, enterpriseStack, nil)
+			// The namespace was found absent: the stack creates it, so Delete may delete it.
+			r := runTenant(t, TenantInput{Tenant: newEnterprise(func(s *v1alpha1.TFRTenantSpec) { s.DeletionPolicy = policy }), Cluster: testTenantCluster,
+				Namespace: &NamespaceState{}}, enterpriseStack, nil)
 			var retained []string
 			for _, reg := range r.m.regs {
 				if reg.Retain {
@@ -561,7 +563,7 @@ func TestTenantPersonal(t *testing.T) {
 	nsr := plainInputs(sr.m.find(t, "kubernetes:core/v1:Namespace", "").Inputs)
 	check(t, "shared namespace", dig(t, nsr, "metadata"), map[string]any{"name": "personal-chat", "labels": map[string]any{
 		"istio-injection": "enabled", LabelJobType: "chat", LabelTenantType: "personal",
-	}})
+	}, "annotations": map[string]any{AnnotationOwner: shared}})
 	for _, reg := range sr.m.regs {
 		if strings.Contains(fmt.Sprint(plainInputs(reg.Inputs)), "alice") {
 			t.Errorf("%s %s names the tenant that happens to drive the shared stack", reg.Type, reg.Name)

@@ -251,6 +251,17 @@ type TFRClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
+
+	// ReservedNamespaces are namespaces no tenant of this cluster may target, on top of the
+	// built-in ones (kube-*, default, the namespaces the cluster stack installs into and
+	// tfrs-system): e.g. the namespaces of other teams or of cluster add-ons.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	ReservedNamespaces []string `json:"reservedNamespaces,omitempty"`
 }
 
 // TFRClusterStatus is the observed state of a TFRCluster.

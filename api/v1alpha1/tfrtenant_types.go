@@ -404,6 +404,7 @@ type TFRTenantSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="namespace is immutable"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-') && !(self in ['cert-manager', 'cnpg-system', 'default', 'istio-ingress', 'istio-system', 'minio-operator', 'rabbitmq-system', 'tfrs-system'])",message="namespace is reserved (kube-*, default, the cluster stack's namespaces, tfrs-system): pick another name"
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 

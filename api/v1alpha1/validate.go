@@ -61,6 +61,8 @@ const (
 	MaxImageLength     = 512
 	MaxEnvEntries      = 256
 	MaxConfzDataLength = 262144
+	// MaxReservedNamespaces bounds TFRCluster.spec.reservedNamespaces.
+	MaxReservedNamespaces = 256
 )
 
 var (
@@ -168,6 +170,18 @@ func (x *TFRCluster) Validate() field.ErrorList {
 		errs = append(errs, validateComponentSource(p.Child(cs.name), cs.src)...)
 	}
 	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
+	rp := p.Child("reservedNamespaces")
+	if len(s.ReservedNamespaces) > MaxReservedNamespaces {
+		errs = append(errs, field.TooMany(rp, len(s.ReservedNamespaces), MaxReservedNamespaces))
+	}
+	seen := map[string]bool{}
+	for i, ns := range s.ReservedNamespaces {
+		errs = append(errs, str(rp.Index(i), ns, required, 1, MaxNameLength, reDNSLabel)...)
+		if seen[ns] {
+			errs = append(errs, field.Duplicate(rp.Index(i), ns))
+		}
+		seen[ns] = true
+	}
 	return errs
 }
 
@@ -201,6 +215,7 @@ func (x *TFRTenant) Validate() field.ErrorList {
 		errs = append(errs, field.Forbidden(p.Child("jobType"), "jobType is only valid when type is personal"))
 	}
 	errs = append(errs, str(p.Child("namespace"), s.Namespace, optional, 1, MaxNameLength, reDNSLabel)...)
+	errs = append(errs, ReservedNamespaceErrors(t)...)
 	errs = append(errs, enum(p.Child("deletionPolicy"), s.DeletionPolicy, DeletionRetain, DeletionDelete)...)
 
 	cp := p.Child("credentials")

@@ -56,7 +56,7 @@ func (f *fakeEngine) recorded() []string {
 func useFakeEngine(t *testing.T, f *fakeEngine) {
 	old := openRunner
 	openRunner = func(context.Context, *stackFlags) (*runner.Runner, func(), error) {
-		return runner.New(f, runner.Options{}), func() {}, nil
+		return runner.New(f, runner.Options{Namespaces: absentNamespaces{}}), func() {}, nil
 	}
 	t.Cleanup(func() { openRunner = old })
 }
@@ -271,4 +271,11 @@ func TestGraphStatus(t *testing.T) {
 	require.Equal(t, diff.StateUpToDate, states["namespace"])
 	require.Equal(t, "pending: 1 update", states["redis"])
 	require.Equal(t, diff.StateNotCreated, states["grafana"])
+}
+
+// absentNamespaces finds no namespace: every tenant creates its own.
+type absentNamespaces struct{}
+
+func (absentNamespaces) GetNamespace(context.Context, string) (bool, map[string]string, error) {
+	return false, nil, nil
 }

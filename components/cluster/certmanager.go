@@ -6,13 +6,14 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // CertManagerNamespace is where cert-manager runs; a CA issuer's key pair Secret must be here
 // (cert-manager's cluster resource namespace).
-const CertManagerNamespace = "cert-manager"
+const CertManagerNamespace = clusterns.CertManager
 
 // IssuerKind is the kind of ClusterIssuer to create.
 type IssuerKind string

@@ -5,11 +5,12 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // IstioNamespace is where istiod runs and where mesh-wide Istio config (Telemetry) lives.
-const IstioNamespace = "istio-system"
+const IstioNamespace = clusterns.Istio
 
 // TracingProvider is a mesh extension provider that receives traces over OTLP/gRPC.
 type TracingProvider struct {

@@ -7,13 +7,14 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // The ingress gateway's names. The gateway chart derives the pod labels from the release name:
 // app=<release>, istio=<release without "istio-">; Gateway resources select IngressSelector.
 const (
-	IngressNamespace = "istio-ingress"
+	IngressNamespace = clusterns.IstioIngress
 	IngressRelease   = "istio-ingress"
 	IngressService   = "istio-ingress"
 	// IngressSelectorLabel/Value select the gateway pods (Gateway spec.selector, EnvoyFilter

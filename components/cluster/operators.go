@@ -5,12 +5,18 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
-// MinIOOperatorNamespace is where the MinIO operator runs. The CNPG and RabbitMQ manifests
-// carry their own namespaces (cnpg-system, rabbitmq-system).
-const MinIOOperatorNamespace = "minio-operator"
+// Where the operators run: MinIOOperatorNamespace is the one the MinIO chart is installed
+// into; the CNPG and RabbitMQ release manifests carry their own namespaces, named here so the
+// reserved-namespace list (clusterns.All) has them.
+const (
+	MinIOOperatorNamespace    = clusterns.MinIOOperator
+	CNPGOperatorNamespace     = clusterns.CNPGOperator
+	RabbitMQOperatorNamespace = clusterns.RabbitMQOperator
+)
 
 // CNPGOperatorArgs configure the cnpg-operator component.
 type CNPGOperatorArgs struct {

@@ -35,6 +35,8 @@ type NamespaceArgs struct {
 	Name string
 	// Labels identify the tenant (type, tenant or job type); istio-injection is added.
 	Labels map[string]string
+	// Annotations of the namespace (the owner marker).
+	Annotations map[string]string
 	// PullSecret is copied into the namespace; nil when the cluster has no registry
 	// credentials.
 	PullSecret *PullSecret
@@ -76,7 +78,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		labels[k] = v
 	}
 	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Name), Labels: pulumi.ToStringMap(labels)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Name), Labels: pulumi.ToStringMap(labels), Annotations: annotations(args.Annotations)},
 	}, retain(args.Retain, pulumi.Parent(c))...)
 	if err != nil {
 		return nil, err
@@ -128,4 +130,12 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 
 	c.Name = nsName
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "pullSecretName": c.PullSecretName})
+}
+
+// annotations is nil for none, so a namespace without any keeps its old inputs.
+func annotations(m map[string]string) pulumi.StringMapInput {
+	if len(m) == 0 {
+		return nil
+	}
+	return pulumi.ToStringMap(m)
 }

@@ -17,6 +17,15 @@ type Parents interface {
 	Tenant(ctx context.Context, stack string) (stacks.TenantOutputs, error)
 }
 
+// Namespaces reads a tenant's target namespace before anything runs (stacks/nsowner.go): the
+// namespace as the cluster has it and whether the stack that creates it already manages it.
+// A nil state means it could not be read (no cluster: render mode). A Parents that also
+// implements Namespaces (the runner's) gets every tenant's namespace checked before its
+// programs are returned, and the state passed into them.
+type Namespaces interface {
+	Namespace(ctx context.Context, name, stack string) (*stacks.NamespaceState, error)
+}
+
 // Programs are the programs of one prepared object's stacks (its Target), over the outputs
 // of its parent.
 type Programs struct {
@@ -95,14 +104,29 @@ func (k tenantPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 	if err != nil {
 		return nil, t.parentErr(err)
 	}
+	// The namespace is created by the shared stack of a personal tenant, else by its own.
+	owner := t.Stack
+	if t.Shared != "" {
+		owner = t.Shared
+	}
+	var ns *stacks.NamespaceState
+	// While the cluster cannot take the tenant the runner only waits: nothing to read yet.
+	if r, ok := p.(Namespaces); ok && cl.RabbitMQOperatorReady {
+		if ns, err = r.Namespace(ctx, k.x.TargetNamespace(), owner); err != nil {
+			return nil, fmt.Errorf("spec.namespace: reading namespace %s: %w", k.x.TargetNamespace(), err)
+		}
+	}
+	if errs := stacks.TenantNamespaceErrors(k.x, cl, owner, ns); len(errs) > 0 {
+		return nil, &InvalidError{Errors: errs}
+	}
 	progs := &Programs{Own: func(shared *stacks.TenantOutputs) pulumi.RunFunc {
-		return stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl, Shared: shared})
+		return stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl, Shared: shared, Namespace: ns})
 	}}
 	if !cl.RabbitMQOperatorReady {
 		progs.Wait = t.parentErr(&ParentError{Stack: t.Parent, Reason: "the cluster's RabbitMQ operator is not ready"})
 	}
 	if t.Shared != "" {
-		progs.Shared = stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl})
+		progs.Shared = stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl, Namespace: ns})
 		progs.JobType = k.x.Spec.JobType
 	}
 	return progs, nil

@@ -26,7 +26,7 @@ type runFunc func(stack string, prog programFunc, tags map[string]string) error
 // parent is ready. An object with a shared stack (a personal tenant) first makes sure that
 // stack is up, then runs its own stack over the shared outputs.
 func (r *Runner) applyObject(ctx context.Context, t kinds.Target, obj v1alpha1.Object, kind engine.OpKind, run runFunc) error {
-	progs, err := kinds.ProgramsOf(ctx, t, obj, r.opts.Parents)
+	progs, err := kinds.ProgramsOf(ctx, t, obj, r.parents())
 	if err != nil {
 		return err
 	}

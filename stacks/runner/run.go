@@ -62,12 +62,20 @@ type Options struct {
 	// (never a typed nil) for none. When SharedOwner is nil, the shared stack is created with
 	// the first tenant's spec and then reused.
 	SharedOwner func(ctx context.Context, jobType string) (v1alpha1.Object, error)
+	// Namespaces reads a tenant's target namespace before anything runs (namespace
+	// ownership, see namespaces.go); nil reads it from the cluster of Kubeconfig/KubeContext
+	// (or the provider's defaults). Not read in render mode (RenderDir).
+	Namespaces NamespaceGetter
 }
 
 // Runner runs the stack operations of custom resources. Safe for concurrent use.
 type Runner struct {
 	eng  Engine
 	opts Options
+
+	kubeOnce sync.Once // the default NamespaceGetter, made on first use
+	kube     *kubeNamespaces
+	kubeErr  error
 }
 
 // New returns a Runner over eng.

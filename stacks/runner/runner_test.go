@@ -54,7 +54,7 @@ var operatorOp = Op{Door: engine.ManagedByOperator}
 
 func TestInvalidSpecRunsNothing(t *testing.T) {
 	f := newFake()
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	bad := tenant("acme", v1alpha1.TenantEnterprise)
 	bad.Spec.ClusterRef = ""
 	bad.Spec.DeletionPolicy = "Orphan"
@@ -75,7 +75,7 @@ func TestInvalidSpecRunsNothing(t *testing.T) {
 
 func TestTenantWaitsForCluster(t *testing.T) {
 	f := newFake()
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	_, err := r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
 	var pe *kinds.ParentError
 	require.ErrorAs(t, err, &pe)
@@ -101,7 +101,7 @@ func TestTenantWaitsForCluster(t *testing.T) {
 func TestEnterpriseTenantUp(t *testing.T) {
 	f := newFake()
 	f.put("cluster.main", true, nil)
-	r := New(f, Options{Kubeconfig: "apiVersion: v1\nkind: Config\n", KubeContext: "dev"})
+	r := New(f, Options{Namespaces: absentNamespaces{}, Kubeconfig: "apiVersion: v1\nkind: Config\n", KubeContext: "dev"})
 	out, err := r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"up tenant.team.acme"}, f.Ops())
@@ -131,7 +131,7 @@ func TestDoors(t *testing.T) {
 	for _, c := range cases {
 		f := newFake()
 		f.put("cluster.main", true, map[string]string{engine.TagManagedBy: string(c.owner)})
-		r := New(f, Options{})
+		r := New(f, Options{Namespaces: absentNamespaces{}})
 		_, err := r.Up(context.Background(), cluster(), Op{Door: c.door})
 		if c.refused {
 			var me *ManagedElsewhereError
@@ -153,7 +153,7 @@ func TestDoors(t *testing.T) {
 func TestPersonalTenantsShareOneStack(t *testing.T) {
 	f := newFake()
 	f.put("cluster.main", true, nil)
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	ctx := context.Background()
 
 	_, err := r.Up(ctx, tenant("alice", v1alpha1.TenantPersonal), Op{Door: engine.ManagedByAPI})
@@ -185,7 +185,7 @@ func TestSharedOwnerDrivesTheSharedStack(t *testing.T) {
 	f.put("cluster.main", true, nil)
 	alice := tenant("alice", v1alpha1.TenantPersonal)
 	owner := func(context.Context, string) (v1alpha1.Object, error) { return alice, nil }
-	r := New(f, Options{SharedOwner: owner})
+	r := New(f, Options{Namespaces: absentNamespaces{}, SharedOwner: owner})
 	ctx := context.Background()
 
 	// Bob is not the owner: he waits for the shared stack instead of creating it.
@@ -212,7 +212,7 @@ func TestSharedOwnerDrivesTheSharedStack(t *testing.T) {
 func TestPreviewOfNewPersonalTenant(t *testing.T) {
 	f := newFake()
 	f.put("cluster.main", true, nil)
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	out, err := r.Preview(context.Background(), tenant("alice", v1alpha1.TenantPersonal), Op{Door: engine.ManagedByCLI})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"preview tenant.personal-chat._shared"}, f.Ops(),
@@ -222,7 +222,7 @@ func TestPreviewOfNewPersonalTenant(t *testing.T) {
 
 func TestServerWaitsForTenant(t *testing.T) {
 	f := newFake()
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	_, err := r.Up(context.Background(), server("s1"), operatorOp)
 	var pe *kinds.ParentError
 	require.ErrorAs(t, err, &pe)
@@ -249,7 +249,7 @@ func TestParentWithDependentsIsNotDestroyed(t *testing.T) {
 	f.put("tenant.team.acme", true, map[string]string{engine.TagParent: "cluster.main"})
 	f.put("server.team.s1", true, map[string]string{engine.TagParent: "tenant.team.acme"})
 	f.put("server.team.other", true, map[string]string{engine.TagParent: "tenant.team.zeta"})
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	ctx := context.Background()
 
 	_, err := r.Destroy(ctx, tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
@@ -281,7 +281,7 @@ func TestFailedUpIsReturned(t *testing.T) {
 	f.put("cluster.main", true, nil)
 	boom := &engine.OpError{Op: engine.OpUp, Stack: "tenant.team.acme", Kind: engine.ErrConflict}
 	f.Hook = enginetest.FailOn(boom, "tenant.team.acme", engine.OpUp)
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	_, err := r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
 	require.True(t, errors.Is(err, engine.ErrConflict))
 }
@@ -305,7 +305,7 @@ func TestStackOfAnotherObjectIsRefused(t *testing.T) {
 		f := newFake()
 		f.put("cluster.main", true, nil)
 		f.put(target.Stack, true, map[string]string{engine.TagManagedBy: string(door), engine.TagObject: "TFRTenant/" + ns + "/the-forger"})
-		r := New(f, Options{})
+		r := New(f, Options{Namespaces: absentNamespaces{}})
 		op := Op{Door: door}
 		for name, call := range map[string]func() error{
 			"up":      func() error { _, err := r.Up(ctx, obj, op); return err },
@@ -331,7 +331,7 @@ func TestStackOfAnotherObjectIsRefused(t *testing.T) {
 	f := newFake()
 	f.put("cluster.main", true, nil)
 	f.put(target.Stack, true, map[string]string{engine.TagManagedBy: string(engine.ManagedByOperator)})
-	r := New(f, Options{})
+	r := New(f, Options{Namespaces: absentNamespaces{}})
 	_, err = r.Up(ctx, obj, operatorOp)
 	require.NoError(t, err)
 	st, _ := f.Stack(target.Stack)
@@ -339,4 +339,11 @@ func TestStackOfAnotherObjectIsRefused(t *testing.T) {
 	// The same object again: accepted.
 	_, err = r.Up(ctx, obj, operatorOp)
 	require.NoError(t, err)
+}
+
+// absentNamespaces finds no namespace: every tenant creates its own.
+type absentNamespaces struct{}
+
+func (absentNamespaces) GetNamespace(context.Context, string) (bool, map[string]string, error) {
+	return false, nil, nil
 }
