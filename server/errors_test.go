@@ -59,6 +59,13 @@ func TestBadRequests(t *testing.T) {
 		{name: "quantity malformed", body: tenant(`{"clusterRef":"dev","type":"enterprise","redis":{"size":"10 gigs"}}`), status: 400, field: "spec.redis.size", reason: "invalid"},
 		{name: "quantity bad suffix", body: tenant(`{"clusterRef":"dev","type":"enterprise","postgresql":{"size":"10XB"}}`), status: 400, field: "spec.postgresql.size", reason: "invalid"},
 		{name: "quantity empty", body: tenant(`{"clusterRef":"dev","type":"enterprise","postgresql":{"size":""}}`), status: 400, field: "spec.postgresql.size", reason: "invalid"},
+		// Tenant isolation: a reserved namespace, chart values that change images, RBAC or
+		// add objects; each refused at its own path before anything runs.
+		{name: "reserved namespace kube-system", body: tenant(`{"clusterRef":"dev","type":"enterprise","namespace":"kube-system"}`), status: 400, field: "spec.namespace", reason: "forbidden"},
+		{name: "reserved namespace of the cluster stack", body: tenant(`{"clusterRef":"dev","type":"enterprise","namespace":"istio-system"}`), status: 400, field: "spec.namespace", reason: "forbidden"},
+		{name: "chart values grant cluster RBAC", body: tenant(`{"clusterRef":"dev","type":"enterprise","grafana":{"values":{"rbac":{"namespaced":false}}}}`), status: 400, field: "spec.grafana.values.rbac", reason: "forbidden"},
+		{name: "chart values add objects", body: tenant(`{"clusterRef":"dev","type":"enterprise","grafana":{"values":{"extraObjects":[{"kind":"ClusterRoleBinding"}]}}}`), status: 400, field: "spec.grafana.values.extraObjects", reason: "forbidden"},
+		{name: "chart values change an image", body: tenant(`{"clusterRef":"dev","type":"enterprise","jaeger":{"values":{"jaeger":{"image":{"repository":"evil.example.com/j"}}}}}`), status: 400, field: "spec.jaeger.values.jaeger.image", reason: "forbidden"},
 		{name: "quantity in resources", body: tenant(`{"clusterRef":"dev","type":"enterprise","tfrobotFront":{"resources":{"requests":{"cpu":"lots"}}}}`), status: 400, field: "spec.tfrobotFront.resources.requests[cpu]", reason: "invalid"},
 		// Unknown and duplicate fields.
 		{name: "status is server-owned", body: `{"metadata":{"name":"acme2"},"spec":{"clusterRef":"dev","type":"enterprise"},"status":{}}`, status: 400, field: "status", reason: "unknown"},
