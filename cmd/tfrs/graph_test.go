@@ -13,16 +13,24 @@ import (
 // runCaptured runs the CLI in-process and returns its exit code and stdout.
 func runCaptured(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	var code int
+	out := capture(t, &os.Stdout, func() { code = run(args) })
+	return code, out
+}
+
+// capture returns what fn writes to *f (os.Stdout or os.Stderr).
+func capture(t *testing.T, f **os.File, fn func()) string {
+	t.Helper()
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
-	old := os.Stdout
-	os.Stdout = w
+	old := *f
+	*f = w
 	done := make(chan string)
 	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
-	code := run(args)
-	os.Stdout = old
+	fn()
+	*f = old
 	w.Close()
-	return code, <-done
+	return <-done
 }
 
 func TestGraphJSONFromExamples(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,14 +195,7 @@ func TestDefaultKubeVersion(t *testing.T) {
 // runStderr runs the CLI in-process and returns its exit code and what it wrote to stderr.
 func runStderr(t *testing.T, args ...string) (int, string) {
 	t.Helper()
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	old := os.Stderr
-	os.Stderr = w
-	done := make(chan string)
-	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
-	code, _ := runCaptured(t, args...)
-	os.Stderr = old
-	w.Close()
-	return code, <-done
+	var code int
+	out := capture(t, &os.Stderr, func() { code, _ = runCaptured(t, args...) })
+	return code, out
 }

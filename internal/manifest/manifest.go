@@ -29,28 +29,40 @@ var codecs = func() serializer.CodecFactory {
 // Decode returns every TFRS object in r, in document order. Empty documents are skipped; a
 // document of another group or kind is an error naming its position.
 func Decode(r io.Reader) ([]v1alpha1.Object, error) {
-	rd := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	var out []v1alpha1.Object
+	err := EachDocument(r, func(i int, doc []byte) error {
+		obj, _, err := codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
+		co, ok := obj.(v1alpha1.Object)
+		if !ok {
+			return fmt.Errorf("document %d: %T is not a TFRS resource", i, obj)
+		}
+		out = append(out, co)
+		return nil
+	})
+	return out, err
+}
+
+// EachDocument calls fn with every non-empty YAML (or JSON) document of r and its position
+// (from 1); documents of only whitespace and comments are skipped. It stops at fn's first error.
+func EachDocument(r io.Reader, fn func(i int, doc []byte) error) error {
+	rd := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for i := 1; ; i++ {
 		doc, err := rd.Read()
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+			return fmt.Errorf("document %d: %w", i, err)
 		}
 		if len(bytes.TrimSpace(stripComments(doc))) == 0 {
 			continue
 		}
-		obj, _, err := codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", i, err)
+		if err := fn(i, doc); err != nil {
+			return err
 		}
-		co, ok := obj.(v1alpha1.Object)
-		if !ok {
-			return nil, fmt.Errorf("document %d: %T is not a TFRS resource", i, obj)
-		}
-		out = append(out, co)
 	}
 }
 

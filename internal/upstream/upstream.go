@@ -7,11 +7,8 @@
 package upstream
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -20,8 +17,9 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 )
 
 // EnvVar overrides where the upstream folder is.
@@ -90,35 +88,27 @@ func Present() bool {
 
 // ReadFile reads the CustomResourceDefinitions of one multi-document YAML file.
 func ReadFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	var out []*apiextensionsv1.CustomResourceDefinition
-	r := utilyaml.NewYAMLReader(bufioReader(b))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
+	err = manifest.EachDocument(f, func(i int, doc []byte) error {
 		c := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(doc, c); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if c.Kind == "" && c.Name == "" {
-			continue // a document of comments only
+			return fmt.Errorf("document %d: %w", i, err)
 		}
 		if c.Kind != "CustomResourceDefinition" {
-			return nil, fmt.Errorf("%s: a %s, not a CustomResourceDefinition", path, c.Kind)
+			return fmt.Errorf("document %d: a %s, not a CustomResourceDefinition", i, c.Kind)
 		}
 		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return out, nil
 }
 
 // Require returns when the upstream folder exists. Otherwise it skips the test, saying
@@ -134,5 +124,3 @@ func Require(t testing.TB) {
 	}
 	t.Skip(msg)
 }
-
-func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
