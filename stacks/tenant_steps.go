@@ -73,6 +73,13 @@ func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resou
 	if c := p.pullSecret; c != nil {
 		args.PullSecret = &tenant.PullSecret{Name: c.PullSecretName, DockerConfigJSON: secretOf(c.DockerConfigJSON)}
 	}
+	if program.Applying(r.ctx) {
+		prov, err := program.Provisioner(r.ctx)
+		if err != nil {
+			return nil, err
+		}
+		args.Applier = &tenant.Applier{Provider: prov, Ready: program.ApplierReady(r.ctx)}
+	}
 	ns, err := tenant.NewNamespace(r.ctx, TenantNamespace, args, o...)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,10 @@ type NamespaceArgs struct {
 	// Retain keeps the namespace on destroy. It must follow the deletion policy of the data
 	// inside: deleting a namespace deletes everything in it, retained or not.
 	Retain bool
+	// Applier, when set, creates the namespace's applier identity (see applier.go) and makes
+	// the provisioner own the Namespace and its isolation objects. Nil: everything goes
+	// through the stack's default provider (rendering, and programs run outside the runner).
+	Applier *Applier
 }
 
 // Namespace is the tenant namespace with its mesh isolation: STRICT mTLS for every
@@ -77,19 +81,30 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	for k, v := range args.Labels {
 		labels[k] = v
 	}
+	// privileged: the Namespace and the isolation objects, which the applier must not change.
+	privileged := []pulumi.ResourceOption{pulumi.Parent(c)}
+	if args.Applier != nil {
+		privileged = append(privileged, pulumi.Provider(args.Applier.Provider))
+	}
 	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Name), Labels: pulumi.ToStringMap(labels), Annotations: annotations(args.Annotations)},
-	}, retain(args.Retain, pulumi.Parent(c))...)
+	}, retain(args.Retain, privileged...)...)
 	if err != nil {
 		return nil, err
 	}
 	c.Keep(ns)
-	nsName := ns.Metadata.Name().Elem()
+	// nsName is the namespace once it exists; ready once whatever applies into it may.
+	nsName, ready := ns.Metadata.Name().Elem(), ns.Metadata.Name().Elem()
+	if args.Applier != nil {
+		if ready, err = c.addApplier(ctx, name, nsName, args.Applier); err != nil {
+			return nil, err
+		}
+	}
 
 	c.PullSecretName = pulumi.String("").ToStringOutput()
 	if p := args.PullSecret; p != nil {
 		s, err := corev1.NewSecret(ctx, name+"-pull-secret", &corev1.SecretArgs{
-			Metadata: meta(p.Name, nsName, nil),
+			Metadata: meta(p.Name, ready, nil),
 			Type:     pulumi.String("kubernetes.io/dockerconfigjson"),
 			Data: pulumi.StringMap{".dockerconfigjson": p.DockerConfigJSON.ToStringOutput().ApplyT(func(s string) string {
 				return base64.StdEncoding.EncodeToString([]byte(s))
@@ -105,7 +120,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	pa, err := crs.New(ctx, name+"-peer-authentication", crs.Args{
 		Metadata: meta(PeerAuthenticationName, nsName, nil),
 		Spec:     crs.StrictMTLS(),
-	}, pulumi.Parent(c))
+	}, privileged...)
 	if err != nil {
 		return nil, err
 	}
@@ -119,16 +134,16 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	ap, err := crs.New(ctx, name+"-authorization-policy", crs.Args{
 		Metadata: meta(AuthorizationPolicyName, nsName, nil),
 		Spec:     crs.AuthorizationPolicy(nil, crs.Allow, crs.FromNamespaces(allowed...)),
-	}, pulumi.Parent(c))
+	}, privileged...)
 	if err != nil {
 		return nil, err
 	}
 	c.Keep(pa, ap)
-	if err := c.addNetworkPolicies(ctx, name, nsName, args.Name, args.AllowedNamespaces); err != nil {
+	if err := c.addNetworkPolicies(ctx, name, nsName, args.Name, args.AllowedNamespaces, privileged); err != nil {
 		return nil, err
 	}
 
-	c.Name = nsName
+	c.Name = ready
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "pullSecretName": c.PullSecretName})
 }
 

@@ -79,7 +79,7 @@ var OperatorPeers = []OperatorPeer{
 // addNetworkPolicies registers the namespace's NetworkPolicies (see the model above) as
 // children of the namespace component; allowed are the namespaces besides its own that may
 // reach every pod.
-func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, own string, allowed []string) error {
+func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, own string, allowed []string, opts []pulumi.ResourceOption) error {
 	tcp := pulumi.String("TCP")
 	policy := func(suffix, policyName string, pods *metav1.LabelSelectorArgs, rules networkingv1.NetworkPolicyIngressRuleArray) error {
 		np, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+suffix, &networkingv1.NetworkPolicyArgs{
@@ -89,7 +89,7 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 				PolicyTypes: pulumi.StringArray{pulumi.String("Ingress")},
 				Ingress:     rules,
 			},
-		}, pulumi.Parent(c))
+		}, opts...)
 		if err != nil {
 			return err
 		}

@@ -38,6 +38,8 @@ type Registration struct {
 	Custom, Read    bool
 	Retain, Protect bool
 	Transforms      int
+	// Provider is the explicit provider reference ("urn::id"), "" for the default provider.
+	Provider string
 }
 
 // Registrations are registrations in the order the monitor saw them.
@@ -87,7 +89,7 @@ func Record(args pulumi.MockResourceArgs, project, stack string, secretData map[
 	state := args.Inputs
 	if rpc := args.RegisterRPC; rpc != nil {
 		r.Parent, r.Deps, r.Transforms = rpc.GetParent(), rpc.GetDependencies(), len(rpc.GetTransforms())
-		r.Retain, r.Protect = rpc.GetRetainOnDelete(), rpc.GetProtect()
+		r.Retain, r.Protect, r.Provider = rpc.GetRetainOnDelete(), rpc.GetProtect(), rpc.GetProvider()
 	}
 	if rpc := args.ReadRPC; rpc != nil {
 		r.Parent, r.Read, r.ID = rpc.GetParent(), true, args.ID

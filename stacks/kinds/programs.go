@@ -42,6 +42,9 @@ type Programs struct {
 	// before running anything. Program (the stock-CLI entry) leaves it to the programs: the
 	// one that needs the parent's part refuses to run without it.
 	Wait error
+	// Namespace is the one namespace the programs may write to ("" for a cluster, which is
+	// cluster-wide): the runner applies their stacks as that namespace's applier.
+	Namespace string
 }
 
 // ProgramsOf reads the parent outputs the programs of t/obj (from Prepare) consume through
@@ -121,7 +124,7 @@ func (k tenantPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 	}
 	progs := &Programs{Own: func(shared *stacks.TenantOutputs) pulumi.RunFunc {
 		return stacks.Tenant(stacks.TenantInput{Tenant: k.x, Cluster: cl, Shared: shared, Namespace: ns})
-	}}
+	}, Namespace: k.x.TargetNamespace()}
 	if !cl.RabbitMQOperatorReady {
 		progs.Wait = t.parentErr(&ParentError{Stack: t.Parent, Reason: "the cluster's RabbitMQ operator is not ready"})
 	}
@@ -144,7 +147,7 @@ func (k serverPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 	}
 	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
 		return stacks.Server(stacks.ServerInput{Server: k.x, Tenant: tenant})
-	}}, nil
+	}, Namespace: tenant.Namespace}, nil
 }
 
 func (k serverPrograms) graph() (*stacks.Graph, error) { return stacks.ServerGraph(k.x) }

@@ -19,8 +19,9 @@ import (
 
 type programFunc = pulumi.RunFunc
 
-// runFunc runs one stack of an apply (up or preview) with its tags.
-type runFunc func(stack string, prog programFunc, tags map[string]string) error
+// runFunc runs one stack of an apply (up or preview) with its tags, applying into namespace
+// ns ("" for cluster-wide) as that namespace's applier.
+type runFunc func(stack string, prog programFunc, tags map[string]string, ns string) error
 
 // applyObject runs the object's programs (from the program table, kinds.ProgramsOf) once its
 // parent is ready. An object with a shared stack (a personal tenant) first makes sure that
@@ -38,14 +39,14 @@ func (r *Runner) applyObject(ctx context.Context, t kinds.Target, obj v1alpha1.O
 		tags = map[string]string{engine.TagParent: t.Parent}
 	}
 	if t.Shared == "" {
-		return run(t.Stack, progs.Own(nil), tags)
+		return run(t.Stack, progs.Own(nil), tags, progs.Namespace)
 	}
 	shared, err := r.sharedOutputs(ctx, t, obj, progs, kind, run)
 	if err != nil || shared == nil {
 		return err
 	}
 	tags[engine.TagShared] = t.Shared
-	return run(t.Stack, progs.Own(shared), tags)
+	return run(t.Stack, progs.Own(shared), tags, progs.Namespace)
 }
 
 // sharedOutputs brings a personal job type's shared stack up when this tenant drives it and
@@ -77,7 +78,7 @@ func (r *Runner) sharedOutputs(ctx context.Context, t kinds.Target, obj v1alpha1
 		drive = true
 	}
 	if drive {
-		if err := run(t.Shared, progs.Shared, map[string]string{engine.TagParent: t.Parent}); err != nil {
+		if err := run(t.Shared, progs.Shared, map[string]string{engine.TagParent: t.Parent}, progs.Namespace); err != nil {
 			return nil, err
 		}
 	}

@@ -23,6 +23,8 @@ import (
 	"maps"
 	"sync"
 
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
@@ -76,6 +78,11 @@ type Runner struct {
 	kubeOnce sync.Once // the default NamespaceGetter, made on first use
 	kube     *kubeNamespaces
 	kubeErr  error
+
+	baseOnce     sync.Once // the kubeconfig appliers are derived from (applier.go), found on first use
+	base         *clientcmdapi.Config
+	baseExplicit bool
+	baseErr      error
 }
 
 // New returns a Runner over eng.
@@ -184,7 +191,11 @@ func (r *Runner) Refresh(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 		return nil, err
 	}
 	out := &Outcome{Target: t}
-	res, err := r.eng.Refresh(ctx, r.request(t.Stack, nil, op, nil))
+	req, err := r.request(t.Stack, nil, op, nil, "")
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.eng.Refresh(ctx, req)
 	out.add(t.Stack, res)
 	return out, err
 }
@@ -205,7 +216,7 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 	go func() { door <- r.checkStack(ctx, t, by) }()
 	doorErr := sync.OnceValue(func() error { return <-door })
 	out := &Outcome{Target: t}
-	run := func(stack string, prog programFunc, tags map[string]string) error {
+	run := func(stack string, prog programFunc, tags map[string]string, ns string) error {
 		if err := doorErr(); err != nil {
 			return err
 		}
@@ -217,9 +228,11 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 			}
 			tags[engine.TagObject] = ObjectIdentity(t)
 		}
-		req := r.request(stack, prog, op, tags)
+		req, err := r.request(stack, prog, op, tags, ns)
+		if err != nil {
+			return err
+		}
 		var res *engine.Result
-		var err error
 		if kind == engine.OpUp {
 			res, err = r.eng.Up(ctx, req)
 		} else {
@@ -265,7 +278,11 @@ func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 
 // destroyStack destroys and removes one stack; a stack that does not exist is already gone.
 func (r *Runner) destroyStack(ctx context.Context, stack string, op Op, out *Outcome) error {
-	res, err := r.eng.Destroy(ctx, r.request(stack, nil, op, nil))
+	req, err := r.request(stack, nil, op, nil, "")
+	if err != nil {
+		return err
+	}
+	res, err := r.eng.Destroy(ctx, req)
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
 	}
@@ -279,31 +296,22 @@ func (r *Runner) destroyStack(ctx context.Context, stack string, op Op, out *Out
 	return nil
 }
 
-// request builds the engine request for one stack.
-func (r *Runner) request(stack string, prog programFunc, op Op, tags map[string]string) engine.Request {
-	return engine.Request{
-		Stack: stack, Program: prog, ManagedBy: op.Door, Tags: tags, Config: r.config(),
-		Sink: op.Sink, Message: op.Message, Rotate: op.Rotate, Decisions: op.Decisions,
+// request builds the engine request for one stack, applying into namespace ns ("" for
+// cluster-wide, and for operations that run no program).
+func (r *Runner) request(stack string, prog programFunc, op Op, tags map[string]string, ns string) (engine.Request, error) {
+	cfg, err := r.config(ns)
+	if err != nil {
+		return engine.Request{}, err
 	}
+	return engine.Request{
+		Stack: stack, Program: prog, ManagedBy: op.Door, Tags: tags, Config: cfg,
+		Sink: op.Sink, Message: op.Message, Rotate: op.Rotate, Decisions: op.Decisions,
+	}, nil
 }
 
 // Config keys of the default Kubernetes provider.
 const (
-	ConfigKubeconfig  = "kubernetes:kubeconfig"
-	ConfigKubeContext = "kubernetes:context"
+	ConfigKubeconfig  = program.ConfigKubeconfig
+	ConfigKubeContext = program.ConfigKubeContext
 	ConfigRenderDir   = program.ConfigRenderDir
 )
-
-func (r *Runner) config() map[string]engine.ConfigValue {
-	cfg := map[string]engine.ConfigValue{}
-	if r.opts.Kubeconfig != "" {
-		cfg[ConfigKubeconfig] = engine.ConfigValue{Value: r.opts.Kubeconfig, Secret: true}
-	}
-	if r.opts.KubeContext != "" {
-		cfg[ConfigKubeContext] = engine.ConfigValue{Value: r.opts.KubeContext}
-	}
-	if r.opts.RenderDir != "" {
-		cfg[ConfigRenderDir] = engine.ConfigValue{Value: r.opts.RenderDir}
-	}
-	return cfg
-}

@@ -101,7 +101,7 @@ func TestTenantWaitsForCluster(t *testing.T) {
 func TestEnterpriseTenantUp(t *testing.T) {
 	f := newFake()
 	f.put("cluster.main", true, nil)
-	r := New(f, Options{Namespaces: absentNamespaces{}, Kubeconfig: "apiVersion: v1\nkind: Config\n", KubeContext: "dev"})
+	r := New(f, Options{Namespaces: absentNamespaces{}, Kubeconfig: testKubeconfig, KubeContext: "dev"})
 	out, err := r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"up tenant.team.acme"}, f.Ops())

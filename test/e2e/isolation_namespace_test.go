@@ -101,9 +101,16 @@ func TestIsolationNamespaceOwnership(t *testing.T) {
 		}})
 		require.NoError(t, err)
 		require.Empty(t, nsMeta(ctx, t, kc, "legacy").Annotations[stacks.AnnotationOwner])
+		before, err := kc.CoreV1().Namespaces().Get(ctx, "legacy", metav1.GetOptions{})
+		require.NoError(t, err)
 		_, err = run.Up(ctx, legacy, op)
 		require.NoError(t, err)
 		require.Equal(t, stack, nsMeta(ctx, t, kc, "legacy").Annotations[stacks.AnnotationOwner])
+		// The Namespace moved from the default provider to the provisioner (the default one
+		// now impersonates the applier): updated in place, never replaced.
+		after, err := kc.CoreV1().Namespaces().Get(ctx, "legacy", metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, before.UID, after.UID, "the namespace was replaced")
 	})
 }
 
