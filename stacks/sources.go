@@ -294,6 +294,13 @@ func resolveCharts(id string, spec v1alpha1.ComponentSource, imageMirror string)
 			ref.Chart = repo + "/" + a.Name
 		case repo != "":
 			ref.Repo, ref.Chart = repo, a.Name
+			local, err := fetchedChart(id, repo, a.Name, ref.Version)
+			if err != nil {
+				return nil, err
+			}
+			if local != "" {
+				ref.Repo, ref.Chart, ref.Version = "", local, ""
+			}
 		case strings.HasPrefix(src.Repo, "oci://"):
 			ref.Chart = src.Repo + "/" + a.Name
 		default:
@@ -331,6 +338,9 @@ func resolveManifests(id string, spec v1alpha1.ComponentSource) ([]cluster.Manif
 			}
 			if file, err = localFileURL(file); err != nil {
 				return nil, fmt.Errorf("%s: manifestURL: %w", id, err)
+			}
+			if file, err = fetchedManifest(id, file); err != nil {
+				return nil, err
 			}
 		default:
 			file = strings.ReplaceAll(a.URL, "{version}", strings.TrimPrefix(src.version(a, spec), "v"))
