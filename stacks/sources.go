@@ -23,6 +23,9 @@ package stacks
 //     Istio's go to istiod (the chart with the mesh settings). Ignored for manifests, as the CRD
 //     says.
 //   - chartRepo on a manifest component and manifestURL on a Helm component are errors.
+//   - With a SourceFetcher installed (fetch.go; every door installs one with its source
+//     policy), an http(s) manifestURL and the charts of an http(s) chartRepo are downloaded
+//     by tfrs under that policy and given to the provider as local files.
 //
 // Images: spec.imageRegistry.registry is a prefix that replaces the registry host of every image
 // (MirrorImage). Charts get it as values (mirrorValues below; Istio's hub also covers the
