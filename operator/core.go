@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
@@ -41,6 +42,7 @@ type reconciler struct {
 	readTO  time.Duration // bound on a synchronous engine read in Reconcile
 	failing *failingSet
 	now     func() time.Time
+	sources *sourcepolicy.Policy // nil: no source policy check here
 }
 
 // Reconcile: get → finalizer → deferred status patch → delete path or apply path. It never
@@ -87,6 +89,11 @@ func (r *reconciler) patchStatus(ctx context.Context, base, obj v1alpha1.Object)
 func (r *reconciler) apply(ctx context.Context, obj v1alpha1.Object) (ctrl.Result, error) {
 	st, gen := obj.GetStackStatus(), obj.GetGeneration()
 	t, _, err := kinds.Prepare(obj)
+	if err == nil && r.sources != nil {
+		if errs := r.sources.Check(obj); len(errs) > 0 {
+			err = &kinds.InvalidError{Errors: errs}
+		}
+	}
 	if err != nil {
 		// Nothing runs for an invalid spec; the next spec change brings the object back.
 		st.ObservedGeneration = gen

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -68,6 +69,9 @@ type Options struct {
 	EngineReadTimeout time.Duration
 	// SkipNameValidation lets several operators run in one process (tests of a restart).
 	SkipNameValidation bool
+	// Sources, when set, is the source policy every object's spec must pass before anything
+	// runs (a refusal is an invalid spec naming the field); nil checks none here.
+	Sources *sourcepolicy.Policy
 }
 
 func (o *Options) defaults() {
@@ -181,6 +185,7 @@ func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *pa
 		readTO:  o.EngineReadTimeout,
 		failing: &failingSet{kind: string(k.name())},
 		now:     time.Now,
+		sources: o.Sources,
 	}
 }
 

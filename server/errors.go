@@ -56,7 +56,7 @@ type FieldProblem struct {
 	// Field is the JSON path of the field ("spec.robotId", "metadata.name"); "" for the body.
 	Field string `json:"field"`
 	// Reason is a short machine-readable word: required, invalid, unknown, duplicate, type,
-	// tooLong, tooMany, notSupported, forbidden, immutable.
+	// tooLong, tooMany, notSupported, forbidden (a source policy refusal too), immutable.
 	Reason string `json:"reason"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -198,6 +198,8 @@ func problemOf(err error) (p Problem, internal bool) {
 		ns  *NoSpecError
 		nf  *NotFoundError
 		oe  *engine.OpError
+		se  *SourceError
+		rl  *RateLimitError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -223,6 +225,18 @@ func problemOf(err error) (p Problem, internal bool) {
 	case errors.Is(err, ErrUnsupportedMedia):
 		return newProblem(http.StatusUnsupportedMediaType, "unsupported-media-type", "Unsupported media type",
 			"send the body as application/json"), false
+	case errors.As(err, &se):
+		p := newProblem(http.StatusForbidden, "source-forbidden", "Source forbidden",
+			fmt.Sprintf("%d source(s) are not allowed by this server's source policy", len(se.Fields)))
+		p.Errors = se.Fields
+		return p, false
+	case errors.As(err, &rl):
+		if errors.Is(err, ErrTooManyStreams) {
+			return newProblem(http.StatusTooManyRequests, "too-many-streams", "Too many event streams",
+				"this token holds as many event streams as it may; close one or retry later"), false
+		}
+		return newProblem(http.StatusTooManyRequests, "rate-limited", "Too many requests",
+			"this token is over its request rate; retry after the Retry-After seconds"), false
 	case errors.Is(err, ErrUnauthorized):
 		return newProblem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 			"a valid bearer token is required"), false
@@ -387,6 +401,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if p.Status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "30")
+	}
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		c.Response().Header().Set("Retry-After", rl.retryAfterSeconds())
 	}
 	if p.Status == http.StatusMethodNotAllowed {
 		if allow, ok := c.Get(echo.ContextKeyHeaderAllow).(string); ok && allow != "" {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -15,15 +14,19 @@ import (
 
 // metrics are the server's Prometheus metrics, on a registry of its own so that two servers
 // in one process (tests) never collide on the global one. Route labels are route templates
-// ("/v1/namespaces/:ns/tenants/:name"), never raw paths, to keep cardinality fixed.
+// ("/v1/namespaces/:ns/tenants/:name"), never raw paths, methods come from a fixed list, and
+// only authenticated requests and the probes are counted (metricsMiddleware), to keep
+// cardinality fixed whatever clients send.
 type metrics struct {
-	reg         *prometheus.Registry
-	requests    *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	inflight    prometheus.Gauge
-	ops         *prometheus.CounterVec
-	opDuration  *prometheus.HistogramVec
-	opsInflight *prometheus.GaugeVec
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+	// unauthenticated counts 401s, without labels (metricsMiddleware never sees them).
+	unauthenticated prometheus.Counter
+	ops             *prometheus.CounterVec
+	opDuration      *prometheus.HistogramVec
+	opsInflight     *prometheus.GaugeVec
 }
 
 func newMetrics(eng any) *metrics {
@@ -39,6 +42,9 @@ func newMetrics(eng any) *metrics {
 		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tfrs_http_requests_in_flight", Help: "HTTP requests being served.",
 		}),
+		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tfrs_http_unauthenticated_requests_total", Help: "Requests refused 401 (no or a wrong bearer token); they are in no other HTTP metric.",
+		}),
 		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tfrs_operations_total", Help: "Finished stack operations by kind (create, update, delete) and result (succeeded, failed, canceled).",
 		}, []string{"kind", "result"}),
@@ -50,7 +56,7 @@ func newMetrics(eng any) *metrics {
 			Name: "tfrs_operations_in_flight", Help: "Stack operations running, by kind.",
 		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.ops, m.opDuration, m.opsInflight,
+	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.unauthenticated, m.ops, m.opDuration, m.opsInflight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if in, ok := eng.(engine.Instrumented); ok {
 		m.reg.MustRegister(in.Collectors()...)
@@ -58,8 +64,9 @@ func newMetrics(eng any) *metrics {
 	return m
 }
 
-func (m *metrics) observeRequest(method, route string, code int, d time.Duration) {
-	m.requests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
+// observeRequest records a request under labels the caller took from fixed sets.
+func (m *metrics) observeRequest(method, route, code string, d time.Duration) {
+	m.requests.WithLabelValues(method, route, code).Inc()
 	m.duration.WithLabelValues(method, route).Observe(d.Seconds())
 }
 

@@ -44,25 +44,24 @@ func requestIDOf(c echo.Context) string {
 	return rid
 }
 
-// observeMiddleware writes the access log line and the request metrics. It runs the error
-// handler itself (as echo's own logger does) so that the status it records is the one sent.
-// Logs carry the route, never the query or the body, and the token's name, never the token.
-func (s *Server) observeMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+// accessLogMiddleware writes the access log line of every request, authenticated or not. It
+// runs the error handler itself (as echo's own logger does) unless an inner middleware
+// already did, so that the status it logs is the one sent. Logs carry the route, never the
+// query or the body, and the token's name, never the token. A 401 only increments one
+// unlabeled counter: unauthenticated clients make no metric series.
+func (s *Server) accessLogMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		s.m.inflight.Inc()
-		defer s.m.inflight.Dec()
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
 		d := time.Since(start)
 		req := c.Request()
-		route := c.Path()
-		if route == "" || route == "/*" {
-			route = "unmatched"
-		}
+		route := s.routeLabel(c)
 		status := statusOf(c)
-		s.m.observeRequest(req.Method, route, status, d)
+		if status == http.StatusUnauthorized {
+			s.m.unauthenticated.Inc()
+		}
 		level := slog.LevelInfo
 		switch {
 		case status >= 500:
@@ -72,7 +71,7 @@ func (s *Server) observeMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		s.log.LogAttrs(req.Context(), level, "request",
 			slog.String("requestId", requestIDOf(c)),
-			slog.String("method", req.Method),
+			slog.String("method", methodLabel(req.Method)),
 			slog.String("route", route),
 			slog.String("path", req.URL.Path),
 			slog.Int("status", status),
@@ -82,6 +81,22 @@ func (s *Server) observeMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 			slog.String("principal", principalOf(c)),
 			slog.String("remote", c.RealIP()),
 		)
+		return nil
+	}
+}
+
+// metricsMiddleware records the request metrics. It runs after authentication, so only the
+// probes and authenticated callers are counted, under labels from fixed sets: the method
+// (methodLabel), the route template (routeLabel) and the status code.
+func (s *Server) metricsMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		s.m.inflight.Inc()
+		defer s.m.inflight.Dec()
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		s.m.observeRequest(methodLabel(c.Request().Method), s.routeLabel(c), codeLabel(statusOf(c)), time.Since(start))
 		return nil
 	}
 }

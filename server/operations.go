@@ -95,10 +95,6 @@ type OperationView struct {
 	Links           OperationLinks   `json:"links"`
 }
 
-// maxEventsPerOperation bounds an operation's event buffer; older events are dropped and a
-// subscriber that asks for them is told how many it missed.
-const maxEventsPerOperation = 20000
-
 type sseEvent struct {
 	seq  int64
 	name string
@@ -126,6 +122,9 @@ type Operation struct {
 	result          *OperationResult
 	problem         *Problem
 	events          []sseEvent
+	eventBytes      int64 // data bytes of events
+	maxEvents       int   // bounds of events: older ones are dropped, and a subscriber that
+	maxEventBytes   int64 // asks for them is told how many it missed
 	firstSeq        int64 // seq of events[0]
 	nextSeq         int64
 	changed         chan struct{} // closed and replaced on every new event and on the end
@@ -158,14 +157,32 @@ func (o *Operation) publish(name string, v any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.events = append(o.events, sseEvent{seq: o.nextSeq, name: name, data: data})
+	o.eventBytes += eventSize(data)
 	o.nextSeq++
-	if len(o.events) > maxEventsPerOperation {
-		drop := len(o.events) - maxEventsPerOperation
-		o.events = append([]sseEvent(nil), o.events[drop:]...)
+	drop := 0
+	for len(o.events)-drop > 1 && (len(o.events)-drop > o.maxEvents || o.eventBytes > o.maxEventBytes) {
+		o.eventBytes -= eventSize(o.events[drop].data)
+		drop++
+	}
+	if drop > 0 {
+		o.events = o.events[drop:]
 		o.firstSeq += int64(drop)
+		if cap(o.events) > 2*len(o.events)+64 {
+			o.events = append([]sseEvent(nil), o.events...) // let the dropped ones go
+		}
 	}
 	close(o.changed)
 	o.changed = make(chan struct{})
+}
+
+// eventSize is what an event counts against the byte bounds: its data and a fixed overhead.
+func eventSize(data []byte) int64 { return int64(len(data)) + 64 }
+
+// size is the bytes the operation's events hold.
+func (o *Operation) size() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.eventBytes
 }
 
 // since returns the events after seq `after`, how many were dropped before them, whether the
@@ -199,19 +216,29 @@ type registry struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	retain int
-	ttl    time.Duration
-	log    *slog.Logger
-	m      *metrics
+	ret        retention
+	endedBytes int64 // event bytes of the ended operations kept
+	log        *slog.Logger
+	m          *metrics
 }
 
-func newRegistry(retain int, ttl time.Duration, log *slog.Logger, m *metrics) *registry {
+// retention bounds the operation store: the finished operations kept (count, age, event
+// bytes of all of them) and each operation's event buffer (events, bytes).
+type retention struct {
+	count      int
+	ttl        time.Duration
+	bytes      int64
+	events     int
+	eventBytes int64
+}
+
+func newRegistry(ret retention, log *slog.Logger, m *metrics) *registry {
 	// Operations outlive the requests that start them, so their context is rooted here, at
 	// the server, and ended only by cancel or shutdown.
 	base, stop := context.WithCancel(context.Background())
 	return &registry{
 		ops: map[string]*Operation{}, holders: map[string]*Operation{}, latest: map[string]*Operation{},
-		base: base, stop: stop, retain: retain, ttl: ttl, log: log, m: m,
+		base: base, stop: stop, ret: ret, log: log, m: m,
 	}
 }
 
@@ -240,7 +267,7 @@ func (r *registry) reserve(kind OperationKind, res ResourceRef, stacks []string,
 	op := &Operation{
 		id: newOperationID(), kind: kind, resource: res, stacks: stacks, created: time.Now(),
 		principal: principal, requestID: requestID, state: StatePending, nextSeq: 1, firstSeq: 1,
-		changed: make(chan struct{}),
+		changed: make(chan struct{}), maxEvents: r.ret.events, maxEventBytes: r.ret.eventBytes,
 	}
 	for _, st := range stacks {
 		r.holders[st] = op
@@ -347,6 +374,7 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 	r.mu.Lock()
 	r.unholdLocked(op)
 	r.ended = append(r.ended, op)
+	r.endedBytes += op.size()
 	r.pruneLocked(now)
 	r.mu.Unlock()
 	r.m.operationEnded(op.kind, state, dur)
@@ -354,16 +382,19 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 		"state", state, "duration", dur.Round(time.Millisecond))
 }
 
-// pruneLocked forgets finished operations past the retention count or age.
+// pruneLocked forgets the oldest finished operations while they are past the retention
+// count, age or bytes.
 func (r *registry) pruneLocked(now time.Time) {
 	for len(r.ended) > 0 {
 		op := r.ended[0]
 		op.mu.Lock()
-		old := now.Sub(op.ended) > r.ttl
+		old := now.Sub(op.ended) > r.ret.ttl
 		op.mu.Unlock()
-		if len(r.ended) <= r.retain && !old {
+		if len(r.ended) <= r.ret.count && !old && r.endedBytes <= r.ret.bytes {
 			return
 		}
+		r.endedBytes -= op.size()
+		r.ended[0] = nil
 		r.ended = r.ended[1:]
 		delete(r.ops, op.id)
 		for _, st := range op.stacks {
@@ -504,7 +535,11 @@ func (s *Server) cancelOperation(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, op.view())
 }
 
-// operationEvents: GET /v1/operations/{id}/events, Server-Sent Events. It replays the
+// streamRetryAfter is the Retry-After of a stream refused over the per-token cap.
+const streamRetryAfter = 5 * time.Second
+
+// operationEvents: GET /v1/operations/{id}/events, Server-Sent Events (at most
+// Config.MaxStreamsPerToken at once per token). It replays the
 // operation's buffered events (after Last-Event-ID when the client reconnects), follows new
 // ones, and ends with a `done` event holding the final operation. Leaving (a client
 // disconnect, the server closing the stream at shutdown) never touches the operation.
@@ -513,6 +548,11 @@ func (s *Server) operationEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	release, ok := s.limits.openStream(principalOf(c))
+	if !ok {
+		return &RateLimitError{RetryAfter: streamRetryAfter, Kind: ErrTooManyStreams}
+	}
+	defer release()
 	var after int64
 	if v := c.Request().Header.Get("Last-Event-ID"); v != "" {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {

@@ -150,6 +150,9 @@ func (h resources) decodeBody(c echo.Context, r ref) (kinds.Target, v1alpha1.Obj
 	if len(fields) > 0 {
 		return kinds.Target{}, nil, invalid(fmt.Sprintf("%d invalid field(s)", len(fields)), fields...)
 	}
+	if err := h.s.checkSources(c.Request().Context(), prepared); err != nil {
+		return kinds.Target{}, nil, err
+	}
 	return t, prepared, nil
 }
 
@@ -180,6 +183,11 @@ func (h resources) create(c echo.Context) error {
 		return err
 	}
 	r.name = obj.GetName()
+	// The parent before the stack's reservation: a missing parent is the answer even while
+	// another operation holds the stack (checks run auth, decoding, validation, parent, busy).
+	if err := h.s.checkParent(ctx, t); err != nil {
+		return err
+	}
 	return h.s.launch(c, OpCreate, r, t, func(op *Operation) (work, error) {
 		rec, err := h.s.record(ctx, t.Stack)
 		if err != nil {
@@ -218,6 +226,9 @@ func (h resources) update(c echo.Context) error {
 	if err := h.checkUpdate(obj, rec); err != nil {
 		return err
 	}
+	if err := h.s.checkParent(ctx, t); err != nil {
+		return err
+	}
 	return h.s.launch(c, OpUpdate, r, t, func(op *Operation) (work, error) {
 		st, err := h.s.status(ctx, t.Stack)
 		if err != nil {
@@ -242,13 +253,11 @@ func (h resources) update(c echo.Context) error {
 	})
 }
 
-// upWork is what create and update share once the request is accepted: the parent must be
-// ready and the spec is stored (over prev, for an update); then the up may start.
+// upWork is what create and update share once the request is accepted (its parent was
+// found ready before the stack was reserved): the spec is stored (over prev, for an update);
+// then the up may start.
 func (h resources) upWork(c echo.Context, op *Operation, t kinds.Target, obj v1alpha1.Object, prev *Record) (work, error) {
 	ctx := c.Request().Context()
-	if err := h.s.checkParent(ctx, t); err != nil {
-		return nil, err
-	}
 	rec, err := newRecord(h.k, obj, t, prev, time.Now())
 	if err != nil {
 		return nil, err
@@ -529,6 +538,10 @@ func (h resources) preview(c echo.Context) error {
 			return err
 		}
 		if t, obj, err = kinds.Prepare(stored); err != nil {
+			return err
+		}
+		// The policy may have changed since the spec was stored.
+		if err := h.s.checkSources(ctx, obj); err != nil {
 			return err
 		}
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
@@ -88,6 +89,24 @@ type Config struct {
 	// Defaults 1000 and 24 h.
 	OperationRetention int
 	OperationTTL       time.Duration
+	// OperationRetentionBytes bounds the event bytes the finished operations kept hold, all
+	// together: the oldest are forgotten first. Default 256 MiB.
+	OperationRetentionBytes int64
+	// MaxEventsPerOperation and MaxEventBytesPerOperation bound one operation's event
+	// buffer; older events are dropped (a stream that asks for them gets a gap event).
+	// Defaults 20000 and 8 MiB.
+	MaxEventsPerOperation     int
+	MaxEventBytesPerOperation int64
+	// RateLimit is the sustained requests per second one token may make, RateBurst the
+	// burst above it; beyond, 429 with Retry-After. Defaults 20/s and 100.
+	RateLimit float64
+	RateBurst int
+	// MaxStreamsPerToken caps the event streams one token holds open at once (429 above).
+	// Default 16.
+	MaxStreamsPerToken int
+	// Sources is the source policy applied to every spec before anything runs (403 naming
+	// the field). Default DefaultSourcePolicy().
+	Sources *sourcepolicy.Policy
 	// ListConcurrency is how many stack statuses a list reads at once. Default 4.
 	ListConcurrency int
 	// Ready, when set, is asked by /readyz (besides the server not shutting down).
@@ -116,6 +135,28 @@ func (c *Config) defaults() {
 	if c.OperationRetention <= 0 {
 		c.OperationRetention = 1000
 	}
+	setInt64 := func(d *int64, v int64) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setInt64(&c.OperationRetentionBytes, 256<<20)
+	setInt64(&c.MaxEventBytesPerOperation, 8<<20)
+	if c.MaxEventsPerOperation <= 0 {
+		c.MaxEventsPerOperation = 20000
+	}
+	if c.RateLimit <= 0 {
+		c.RateLimit = 20
+	}
+	if c.RateBurst <= 0 {
+		c.RateBurst = 100
+	}
+	if c.MaxStreamsPerToken <= 0 {
+		c.MaxStreamsPerToken = 16
+	}
+	if c.Sources == nil {
+		c.Sources = DefaultSourcePolicy()
+	}
 	if c.ListConcurrency <= 0 {
 		c.ListConcurrency = 4
 	}
@@ -129,16 +170,18 @@ func (c *Config) defaults() {
 
 // Server is the HTTP API. Create it with New.
 type Server struct {
-	cfg   Config
-	e     *echo.Echo
-	http  *http.Server
-	log   *slog.Logger
-	run   Runner
-	eng   Engine
-	specs SpecStore
-	auth  *authenticator
-	ops   *registry
-	m     *metrics
+	cfg    Config
+	e      *echo.Echo
+	http   *http.Server
+	log    *slog.Logger
+	run    Runner
+	eng    Engine
+	specs  SpecStore
+	auth   *authenticator
+	ops    *registry
+	m      *metrics
+	limits *limiters
+	routes map[string]bool // the route templates, for the metrics' route label
 
 	shuttingDown atomic.Bool
 	closing      chan struct{} // closed when event streams must end
@@ -155,8 +198,14 @@ func New(cfg Config) *Server {
 		cfg: cfg, log: cfg.Logger, run: cfg.Runner, eng: cfg.Engine, specs: cfg.Specs,
 		auth: newAuthenticator(cfg.Tokens), m: newMetrics(cfg.Engine), closing: make(chan struct{}),
 	}
-	s.ops = newRegistry(cfg.OperationRetention, cfg.OperationTTL, s.log, s.m)
+	s.ops = newRegistry(retention{count: cfg.OperationRetention, ttl: cfg.OperationTTL, bytes: cfg.OperationRetentionBytes,
+		events: cfg.MaxEventsPerOperation, eventBytes: cfg.MaxEventBytesPerOperation}, s.log, s.m)
+	s.limits = newLimiters(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreamsPerToken)
 	s.e = s.newEcho()
+	s.routes = map[string]bool{}
+	for _, r := range s.e.Routes() {
+		s.routes[r.Path] = true
+	}
 	s.http = &http.Server{
 		Handler:           s.e,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -177,9 +226,14 @@ func (s *Server) newEcho() *echo.Echo {
 	// Log the peer's address, not X-Forwarded-For/X-Real-IP, which any client can forge.
 	// Behind a proxy the proxy's address is logged; its own log has the client's.
 	e.IPExtractor = echo.ExtractIPDirect()
+	// The order is the order of the checks: authentication, then (counted in the metrics) the
+	// rate limit, the body's size and media type, and the handler's decoding, validation,
+	// parent and busy checks.
 	e.Use(
 		requestIDMiddleware,
-		s.observeMiddleware,
+		s.accessLogMiddleware,
+		s.authMiddleware,
+		s.metricsMiddleware,
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			DisablePrintStack: true,
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -187,7 +241,7 @@ func (s *Server) newEcho() *echo.Echo {
 				return err
 			},
 		}),
-		s.authMiddleware,
+		s.rateLimitMiddleware,
 		middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.MaxBodyBytes)),
 		bodyMiddleware,
 	)

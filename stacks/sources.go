@@ -23,6 +23,9 @@ package stacks
 //     Istio's go to istiod (the chart with the mesh settings). Ignored for manifests, as the CRD
 //     says.
 //   - chartRepo on a manifest component and manifestURL on a Helm component are errors.
+//   - With a SourceFetcher installed (fetch.go; every door installs one with its source
+//     policy), an http(s) manifestURL and the charts of an http(s) chartRepo are downloaded
+//     by tfrs under that policy and given to the provider as local files.
 //
 // Images: spec.imageRegistry.registry is a prefix that replaces the registry host of every image
 // (MirrorImage). Charts get it as values (mirrorValues below; Istio's hub also covers the
@@ -294,6 +297,13 @@ func resolveCharts(id string, spec v1alpha1.ComponentSource, imageMirror string)
 			ref.Chart = repo + "/" + a.Name
 		case repo != "":
 			ref.Repo, ref.Chart = repo, a.Name
+			local, err := fetchedChart(id, repo, a.Name, ref.Version)
+			if err != nil {
+				return nil, err
+			}
+			if local != "" {
+				ref.Repo, ref.Chart, ref.Version = "", local, ""
+			}
 		case strings.HasPrefix(src.Repo, "oci://"):
 			ref.Chart = src.Repo + "/" + a.Name
 		default:
@@ -331,6 +341,9 @@ func resolveManifests(id string, spec v1alpha1.ComponentSource) ([]cluster.Manif
 			}
 			if file, err = localFileURL(file); err != nil {
 				return nil, fmt.Errorf("%s: manifestURL: %w", id, err)
+			}
+			if file, err = fetchedManifest(id, file); err != nil {
+				return nil, err
 			}
 		default:
 			file = strings.ReplaceAll(a.URL, "{version}", strings.TrimPrefix(src.version(a, spec), "v"))

@@ -61,6 +61,9 @@ type Object interface {
 	// VisitSecrets calls fn with every value the spec holds in plain text that must not be
 	// shown (in messages, responses, stored records) and stores what fn returns in its place.
 	VisitSecrets(fn func(p *field.Path, v string) string)
+	// Sources lists what the spec makes tfrs read or fetch (sources.go), for the source
+	// policy every door applies.
+	Sources() []SourceField
 	// DataDeletionPolicy says what happens to the object's stateful data when it goes; ""
 	// when the object owns none of its own.
 	DataDeletionPolicy() DeletionPolicy

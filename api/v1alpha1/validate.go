@@ -156,17 +156,7 @@ func (x *TFRCluster) Validate() field.ErrorList {
 		}
 	}
 
-	for _, cs := range []struct {
-		name string
-		src  *ComponentSource
-	}{
-		{"certManager", &s.CertManager},
-		{"istio", &s.Istio},
-		{"istioIngress", &s.IstioIngress},
-		{"cnpgOperator", &s.CNPGOperator},
-		{"minioOperator", &s.MinIOOperator},
-		{"rabbitmqOperator", &s.RabbitMQOperator},
-	} {
+	for _, cs := range s.components() {
 		errs = append(errs, validateComponentSource(p.Child(cs.name), cs.src)...)
 	}
 	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)

@@ -32,6 +32,7 @@ type operatorFlags struct {
 	maxConcurrentReconciles int
 	resync                  time.Duration
 	jsonLogs                bool
+	sources                 sourceFlags
 }
 
 func runOperator(ctx context.Context, args []string) error {
@@ -44,6 +45,7 @@ func runOperator(ctx context.Context, args []string) error {
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's)")
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 2, "reconciles at once per kind (short: operations run in the background, bounded by --parallel)")
 	fs.DurationVar(&f.resync, "resync-period", 10*time.Minute, "how often an unchanged object is looked at again (runs nothing unless a parent changed or a drift check is due)")
+	f.sources.bind(fs, "operator")
 	fs.BoolVar(&f.jsonLogs, "json-logs", os.Getenv("TFRS_JSON_LOGS") == "true", "log JSON lines instead of text")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -66,6 +68,13 @@ func runOperator(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	pol, err := f.sources.policy()
+	if err != nil {
+		return err
+	}
+	if err := installFetcher(pol, f.stack.stateDir); err != nil {
+		return err
+	}
 	eng, err := f.stack.engine(ctx)
 	if err != nil {
 		return err
@@ -80,7 +89,8 @@ func runOperator(ctx context.Context, args []string) error {
 		return err
 	}
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
-		Engine: eng, Run: run,
+		Sources: pol,
+		Engine:  eng, Run: run,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles, ResyncPeriod: f.resync,
 	}); err != nil {
 		return err

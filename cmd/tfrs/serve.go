@@ -25,6 +25,8 @@ type serveFlags struct {
 	listen, tokenFile, specDir, tlsCert, tlsKey, logFormat string
 	shutdownGrace                                          time.Duration
 	maxBodyBytes                                           int64
+	sources                                                sourceFlags
+	limits                                                 server.Config
 }
 
 func (f *serveFlags) bind(fs *flag.FlagSet) {
@@ -36,6 +38,16 @@ func (f *serveFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", envOr("TFRS_LOG_FORMAT", "json"), "access and server log format: json or text (env TFRS_LOG_FORMAT)")
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on SIGTERM, how long running operations may finish before they are canceled")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
+	f.sources.bind(fs, "api")
+	l := &f.limits
+	fs.Float64Var(&l.RateLimit, "rate-limit", 20, "requests per second one token may make, sustained (429 with Retry-After above)")
+	fs.IntVar(&l.RateBurst, "rate-burst", 100, "requests one token may make in a burst above --rate-limit")
+	fs.IntVar(&l.MaxStreamsPerToken, "max-streams-per-token", 16, "event streams (SSE) one token may hold open at once (429 above)")
+	fs.IntVar(&l.OperationRetention, "operation-retention", 1000, "finished operations kept in memory (GET /v1/operations/{id})")
+	fs.DurationVar(&l.OperationTTL, "operation-ttl", 24*time.Hour, "how long a finished operation is kept")
+	fs.Int64Var(&l.OperationRetentionBytes, "operation-retention-bytes", 256<<20, "event bytes all kept finished operations may hold together")
+	fs.IntVar(&l.MaxEventsPerOperation, "max-events-per-operation", 20000, "events one operation buffers (older ones are dropped; streams get a gap event)")
+	fs.Int64Var(&l.MaxEventBytesPerOperation, "max-event-bytes-per-operation", 8<<20, "event bytes one operation buffers")
 }
 
 func runServe(ctx context.Context, args []string) error {
@@ -75,10 +87,17 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(server.Config{
-		Runner: run, Engine: eng, Tokens: tokens, Specs: specs, Logger: log,
-		MaxBodyBytes: f.maxBodyBytes, ShutdownGrace: f.shutdownGrace,
-	})
+	pol, err := f.sources.policy()
+	if err != nil {
+		return err
+	}
+	if err := installFetcher(pol, sf.stateDir); err != nil {
+		return err
+	}
+	cfg := f.limits
+	cfg.Runner, cfg.Engine, cfg.Tokens, cfg.Specs, cfg.Logger = run, eng, tokens, specs, log
+	cfg.MaxBodyBytes, cfg.ShutdownGrace, cfg.Sources = f.maxBodyBytes, f.shutdownGrace, pol
+	srv := server.New(cfg)
 
 	l, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -60,6 +60,7 @@ func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
 // stackCmdFlags are the flags of the four stack commands.
 type stackCmdFlags struct {
 	stack            stackFlags
+	sources          sourceFlags
 	files            fileList
 	format           string
 	detailedExitCode bool
@@ -71,6 +72,7 @@ type stackCmdFlags struct {
 
 func (f *stackCmdFlags) bind(fs *flag.FlagSet, op engine.OpKind) {
 	f.stack.bind(fs)
+	f.sources.bind(fs, "cli")
 	fs.Var(&f.files, "f", "file with one or more TFRS CRs (the YAML kubectl apply takes); repeatable")
 	fs.StringVar(&f.format, "o", "text", "report format: text, json or markdown")
 	fs.BoolVar(&f.detailedExitCode, "detailed-exitcode", false, "exit 2 when there are changes, 0 when there are none, 1 on error")
@@ -109,6 +111,16 @@ func stackCommand(op engine.OpKind) func(ctx context.Context, args []string) err
 		}
 		objs, err := loadObjects(f.files, op == engine.OpDestroy)
 		if err != nil {
+			return err
+		}
+		pol, err := f.sources.policy()
+		if err != nil {
+			return err
+		}
+		if err := checkSources(pol, objs); err != nil {
+			return err
+		}
+		if err := installFetcher(pol, f.stack.stateDir); err != nil {
 			return err
 		}
 		if op == engine.OpDestroy && f.failOnDataLoss {

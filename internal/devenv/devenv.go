@@ -24,6 +24,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 	"github.com/tfrs-io/tfrs-operator/operator"
@@ -179,6 +180,8 @@ func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
 		Runner: e.Runner, Engine: e.Engine, Specs: specs, Logger: log,
 		Tokens:        []server.Token{{Value: e.Token, Role: server.RoleAdmin, Name: "dev"}},
 		ShutdownGrace: 30 * time.Second,
+		// The demo's stand-in charts are copied under the environment's directory.
+		Sources: devSources(o.Dir),
 	})
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -265,4 +268,11 @@ func installCRDs(ctx context.Context, cfg *rest.Config, log *slog.Logger) error 
 		return err
 	}
 	return crd.Apply(ctx, cfg, append(own, defs...))
+}
+
+// devSources is the dev API's source policy: the API's default plus local paths under dir.
+func devSources(dir string) *sourcepolicy.Policy {
+	p := server.DefaultSourcePolicy()
+	p.LocalRoots = []string{dir}
+	return p
 }

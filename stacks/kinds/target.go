@@ -73,7 +73,7 @@ func Prepare(obj v1alpha1.Object) (Target, v1alpha1.Object, error) {
 	if obj != nil {
 		c := obj.DeepCopyObject().(v1alpha1.Object)
 		c.Default()
-		if errs := c.Validate(); len(errs) > 0 {
+		if errs := withHygiene(c.Validate(), c); len(errs) > 0 {
 			return Target{}, nil, &InvalidError{Errors: errs}
 		}
 		obj = c
@@ -127,4 +127,19 @@ func (t Target) parentErr(err error) error {
 		pe.Kind, pe.Name = t.ParentKind, t.ParentName
 	}
 	return err
+}
+
+// withHygiene adds the control-character refusals (v1alpha1.ControlCharErrors) to errs, but
+// none at a field errs already names: one problem per field is enough.
+func withHygiene(errs field.ErrorList, obj v1alpha1.Object) field.ErrorList {
+	named := map[string]bool{}
+	for _, e := range errs {
+		named[e.Field] = true
+	}
+	for _, e := range v1alpha1.ControlCharErrors(obj) {
+		if !named[e.Field] {
+			errs = append(errs, e)
+		}
+	}
+	return errs
 }

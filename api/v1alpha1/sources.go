@@ -1,0 +1,84 @@
+package v1alpha1
+
+import "k8s.io/apimachinery/pkg/util/validation/field"
+
+// SourceKind is what a source field makes tfrs read or fetch.
+type SourceKind string
+
+// Source kinds.
+const (
+	// SourceChartRepo is a Helm repository (http, https) or OCI registry (oci) URL.
+	SourceChartRepo SourceKind = "chartRepo"
+	// SourceManifestURL is a YAML manifest URL (http, https, file).
+	SourceManifestURL SourceKind = "manifestURL"
+	// SourceLocalPath is a chart or manifest on the disk of the process that runs the stack.
+	SourceLocalPath SourceKind = "localPath"
+	// SourceSecretRef is a Secret read from a namespace (passwordSecretRef).
+	SourceSecretRef SourceKind = "secretRef"
+)
+
+// SourceField is one place of a spec that names something tfrs reads or fetches on the
+// object's behalf: what the source policy (internal/sourcepolicy) decides on.
+type SourceField struct {
+	Path  *field.Path
+	Kind  SourceKind
+	Value string // the URL or path; for a SecretRef, the Secret's namespace
+}
+
+// componentSources lists the set source fields of one ComponentSource at p.
+func componentSources(p *field.Path, c *ComponentSource) []SourceField {
+	var out []SourceField
+	if c.ChartRepo != "" {
+		out = append(out, SourceField{Path: p.Child("chartRepo"), Kind: SourceChartRepo, Value: c.ChartRepo})
+	}
+	if c.ManifestURL != "" {
+		out = append(out, SourceField{Path: p.Child("manifestURL"), Kind: SourceManifestURL, Value: c.ManifestURL})
+	}
+	if c.LocalPath != "" {
+		out = append(out, SourceField{Path: p.Child("localPath"), Kind: SourceLocalPath, Value: c.LocalPath})
+	}
+	return out
+}
+
+// namedSource is one of a cluster's component sources, by its spec field name.
+type namedSource struct {
+	name string
+	src  *ComponentSource
+}
+
+// components are the cluster's component sources, in spec order.
+func (s *TFRClusterSpec) components() []namedSource {
+	return []namedSource{
+		{"certManager", &s.CertManager},
+		{"istio", &s.Istio},
+		{"istioIngress", &s.IstioIngress},
+		{"cnpgOperator", &s.CNPGOperator},
+		{"minioOperator", &s.MinIOOperator},
+		{"rabbitmqOperator", &s.RabbitMQOperator},
+	}
+}
+
+// Sources lists the component overrides and the registry password Secret.
+func (x *TFRCluster) Sources() []SourceField {
+	s, p := &x.Spec, field.NewPath("spec")
+	var out []SourceField
+	for _, cs := range s.components() {
+		out = append(out, componentSources(p.Child(cs.name), cs.src)...)
+	}
+	if r := s.ImageRegistry; r != nil && r.Credentials != nil && r.Credentials.PasswordSecretRef != nil {
+		out = append(out, SourceField{Path: p.Child("imageRegistry", "credentials", "passwordSecretRef", "namespace"),
+			Kind: SourceSecretRef, Value: r.Credentials.PasswordSecretRef.Namespace})
+	}
+	return out
+}
+
+// Sources lists the Jaeger and Grafana chart overrides. A tenant's credentials name Secrets
+// of its own namespace only.
+func (x *TFRTenant) Sources() []SourceField {
+	p := field.NewPath("spec")
+	out := componentSources(p.Child("jaeger"), &x.Spec.Jaeger.ComponentSource)
+	return append(out, componentSources(p.Child("grafana"), &x.Spec.Grafana.ComponentSource)...)
+}
+
+// Sources is empty: a server reads only its tenant's outputs.
+func (*TFRServer) Sources() []SourceField { return nil }
