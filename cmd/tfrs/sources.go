@@ -85,6 +85,22 @@ func installFetcher(p *sourcepolicy.Policy, stateDir string) error {
 	return nil
 }
 
+// withClusterMirrors allows, besides p's hosts, the mirrors the TFRClusters among objs name
+// for their own charts and manifests: whoever may apply a cluster-scoped TFRCluster chose
+// them, so a file with a cluster and its tenants needs no --source-allow-host for them.
+func withClusterMirrors(p *sourcepolicy.Policy, objs []prepared) *sourcepolicy.Policy {
+	var hosts []string
+	for _, o := range objs {
+		if c, ok := o.obj.(*v1alpha1.TFRCluster); ok {
+			hosts = append(hosts, sourcepolicy.MirrorHosts(c)...)
+		}
+	}
+	if len(hosts) == 0 {
+		return p
+	}
+	return p.WithHosts(hosts...)
+}
+
 // checkSources applies p to every object (the CLI's and the operator's check; the HTTP API
 // has its own, answering 403).
 func checkSources(p *sourcepolicy.Policy, objs []prepared) error {

@@ -117,6 +117,7 @@ func stackCommand(op engine.OpKind) func(ctx context.Context, args []string) err
 		if err != nil {
 			return err
 		}
+		pol = withClusterMirrors(pol, objs)
 		if err := checkSources(pol, objs); err != nil {
 			return err
 		}

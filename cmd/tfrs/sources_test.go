@@ -1,0 +1,24 @@
+package main
+
+import (
+	"flag"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+)
+
+// A file with a cluster and its mirrors passes the CLI's source policy without flags: the
+// mirrors are the cluster's own (an admin's choice); without the cluster they are refused.
+func TestCLIAllowsTheClustersOwnMirrors(t *testing.T) {
+	var f sourceFlags
+	f.bind(flag.NewFlagSet("t", flag.ContinueOnError), "cli")
+	pol, err := f.policy()
+	require.NoError(t, err)
+	objs, err := loadObjects([]string{filepath.Join(testenv.RepoRoot(), "examples", "cluster-tke.yaml")}, false)
+	require.NoError(t, err)
+	require.Error(t, checkSources(pol, objs), "the example's mirrors are not pinned upstream hosts")
+	require.NoError(t, checkSources(withClusterMirrors(pol, objs), objs))
+}
