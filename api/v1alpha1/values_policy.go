@@ -8,7 +8,7 @@ import (
 )
 
 // Helm values a tenant may not set. A tenant's spec.jaeger.values and spec.grafana.values are
-// merged over TFRS's own values and applied by the provisioner, so they are an attack
+// merged over TFRS's own values and applied (as the namespace's applier), so they are an attack
 // surface: these keys change what a chart runs (its images: the cluster's mirror policy
 // decides those), with which identity and privileges (RBAC, service accounts, security
 // contexts, host namespaces) or where (a namespace override), or add arbitrary objects. They

@@ -180,7 +180,7 @@ func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
 		Runner: e.Runner, Engine: e.Engine, Specs: specs, Logger: log,
 		Tokens:        []server.Token{{Value: e.Token, Role: server.RoleAdmin, Name: "dev"}},
 		ShutdownGrace: 30 * time.Second,
-		// The demo's stand-in charts are copied under the environment's directory.
+		// The demo's examples point at the checkout's offline stand-ins.
 		Sources: devSources(o.Dir),
 	})
 	l, err := net.Listen("tcp", o.Listen)
@@ -270,9 +270,10 @@ func installCRDs(ctx context.Context, cfg *rest.Config, log *slog.Logger) error 
 	return crd.Apply(ctx, cfg, append(own, defs...))
 }
 
-// devSources is the dev API's source policy: the API's default plus local paths under dir.
+// devSources is the dev API's source policy: the API's default plus local paths under dir and
+// under the checkout's stand-ins (stacks/testdata), which the demo's examples name.
 func devSources(dir string) *sourcepolicy.Policy {
 	p := server.DefaultSourcePolicy()
-	p.LocalRoots = []string{dir}
+	p.LocalRoots = []string{dir, filepath.Dir(testenv.StandIns("tenant"))}
 	return p
 }

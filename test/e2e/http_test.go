@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/server"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -38,8 +39,11 @@ func TestHTTPTenantLifecycle(t *testing.T) {
 	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
 	specs, err := server.NewFileSpecStore(filepath.Join(e.stateDir, "api", "specs"))
 	require.NoError(t, err)
+	// The tenant's charts are the stand-ins: the API allows local paths under them only.
+	sources := server.DefaultSourcePolicy()
+	sources.LocalRoots = []string{filepath.Dir(testenv.StandIns("tenant"))}
 	srv := server.New(server.Config{
-		Runner: run, Engine: e.eng, Specs: specs,
+		Runner: run, Engine: e.eng, Specs: specs, Sources: sources,
 		Tokens: []server.Token{{Name: "e2e", Role: server.RoleAdmin, Value: token}},
 		Logger: slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
