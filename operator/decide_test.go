@@ -134,7 +134,7 @@ func TestClassify(t *testing.T) {
 		reason            string
 		stalled, backsOff bool
 	}{
-		{&kinds.InvalidError{Errors: field.ErrorList{field.Required(field.NewPath("spec", "image"), "")}}, v1alpha1.ReasonInvalidSpec, true, false},
+		{&kinds.InvalidError{Errors: field.ErrorList{field.Required(field.NewPath("spec", "image"), "")}}, v1alpha1.ReasonInvalidSpec, true, true},
 		{&kinds.ParentError{Stack: "cluster.x"}, v1alpha1.ReasonWaitingForParent, false, false},
 		{&runner.DependentsError{Stack: "tenant.a.b"}, v1alpha1.ReasonDependentsExist, false, false},
 		{&runner.ManagedElsewhereError{Stack: "s", ManagedBy: engine.ManagedByAPI}, v1alpha1.ReasonManagedElsewhere, true, true},

@@ -60,7 +60,10 @@ type failure struct {
 func classify(err error) failure {
 	switch {
 	case errors.Is(err, kinds.ErrInvalid):
-		return failure{reason: v1alpha1.ReasonInvalidSpec, stalled: true}
+		// Found by a run: the spec against the cluster as it is (a namespace someone else
+		// holds), which can change without a spec change, so it is retried — with backoff,
+		// never in a loop that hides the refusal behind Progressing.
+		return failure{reason: v1alpha1.ReasonInvalidSpec, stalled: true, backoff: true}
 	case errors.Is(err, kinds.ErrParentNotReady):
 		return failure{reason: v1alpha1.ReasonWaitingForParent}
 	case errors.Is(err, runner.ErrDependentsExist):

@@ -171,28 +171,30 @@ func tfrsOut(ctx context.Context, bin string, env *devenv.Env, args ...string) (
 	return 0, out.String()
 }
 
-// apiPath is where obj lives in the HTTP API.
-func apiPath(obj v1alpha1.Object) string {
+// apiCollection is where obj is created in the HTTP API (POST); apiPath is where it lives.
+func apiCollection(obj v1alpha1.Object) string {
 	switch x := obj.(type) {
 	case *v1alpha1.TFRTenant:
-		return "/v1/namespaces/" + x.Namespace + "/tenants/" + x.Name
+		return "/v1/namespaces/" + x.Namespace + "/tenants"
 	case *v1alpha1.TFRServer:
-		return "/v1/namespaces/" + x.Namespace + "/tenants/" + x.Spec.TenantRef + "/servers/" + x.Name
+		return "/v1/namespaces/" + x.Namespace + "/tenants/" + x.Spec.TenantRef + "/servers"
 	}
 	panic(fmt.Sprintf("no API path for %T", obj))
 }
 
-// refusedOverHTTP PUTs obj and returns the refusal: a 4xx problem, or an accepted operation
+func apiPath(obj v1alpha1.Object) string { return apiCollection(obj) + "/" + obj.GetName() }
+
+// refusedOverHTTP POSTs obj and returns the refusal: a 4xx problem, or an accepted operation
 // that failed (a refusal found by the runner before the engine ran). Anything else fails.
 func refusedOverHTTP(ctx context.Context, t *testing.T, env *devenv.Env, obj v1alpha1.Object) string {
 	t.Helper()
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"name": obj.GetName(), "namespace": obj.GetNamespace()}, "spec": specOf(obj)})
 	require.NoError(t, err)
-	code, resp := apiDo(ctx, t, env, http.MethodPut, apiPath(obj), body)
+	code, resp := apiDo(ctx, t, env, http.MethodPost, apiCollection(obj), body)
 	if code >= 400 && code < 500 {
 		return resp
 	}
-	require.Equal(t, http.StatusAccepted, code, "PUT %s: %s", apiPath(obj), resp)
+	require.Equal(t, http.StatusAccepted, code, "POST %s: %s", apiCollection(obj), resp)
 	var op server.OperationView
 	require.NoError(t, json.Unmarshal([]byte(resp), &op))
 	for op.State != server.StateFailed {
@@ -232,7 +234,12 @@ func refusedAsCR(ctx context.Context, t *testing.T, env *devenv.Env, obj v1alpha
 	defer func() {
 		_, _ = kubectlOut(ctx, env, "delete", kind, obj.GetName(), "-n", obj.GetNamespace(), "--timeout=2m")
 	}()
-	var msg string
+	var msg, last string
+	defer func() {
+		if msg == "" {
+			t.Logf("last Ready condition of %s: %s", obj.GetName(), last)
+		}
+	}()
 	require.Eventually(t, func() bool {
 		o := kubectlJSON(ctx, t, env, "get", kind, obj.GetName(), "-n", obj.GetNamespace())
 		st, _ := o["status"].(map[string]any)
@@ -240,6 +247,7 @@ func refusedAsCR(ctx context.Context, t *testing.T, env *devenv.Env, obj v1alpha
 		for _, c := range conds {
 			c := c.(map[string]any)
 			if c["type"] == "Ready" {
+				last = fmt.Sprintf("%s %s: %s", c["status"], c["reason"], c["message"])
 				require.NotEqual(t, "True", c["status"], "the hostile CR became Ready")
 				if c["reason"] == v1alpha1.ReasonInvalidSpec {
 					msg = fmt.Sprint(c["message"])
