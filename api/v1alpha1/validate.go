@@ -182,6 +182,7 @@ func (x *TFRCluster) Validate() field.ErrorList {
 		}
 		seen[ns] = true
 	}
+	errs = append(errs, s.Personal.validate(p.Child("personal"))...) // personal_rules.go
 	return errs
 }
 
@@ -290,6 +291,7 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	errs = append(errs, validateWorkload(up, &s.TFRSUtils.WorkloadSpec)...)
 	errs = append(errs, image(up.Child("image"), s.TFRSUtils.Image, optional)...)
 	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
+	errs = append(errs, personalMiddlewareErrors(t)...) // personal_rules.go
 	return errs
 }
 
