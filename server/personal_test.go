@@ -15,6 +15,7 @@ func TestPersonalTenantMiddlewareRefused(t *testing.T) {
 		{"redis", tenantsPath, `{"metadata":{"name":"alice"},"spec":{"clusterRef":"dev","type":"personal","jobType":"chat","redis":{"size":"5Gi"}}}`, "spec.redis"},
 		{"grafana values", tenantsPath, `{"metadata":{"name":"alice"},"spec":{"clusterRef":"dev","type":"personal","jobType":"chat","grafana":{"values":{"replicas":2}}}}`, "spec.grafana"},
 		{"credentials", tenantsPath, `{"metadata":{"name":"alice"},"spec":{"clusterRef":"dev","type":"personal","jobType":"chat","credentials":{"postgresql":{"existingSecret":"mine"}}}}`, "spec.credentials"},
+		{"robot type with a dash", tenantsPath + "/acme/servers", `{"metadata":{"name":"bot"},"spec":{"robotId":"1","robotType":"chat-bot","image":"img:1"}}`, "spec.robotType"},
 		{"cluster job type middleware", "/v1/clusters", `{"metadata":{"name":"c"},"spec":{"domain":"a.example.com","personal":{"jobTypes":{"chat":{"minio":{"servers":99}}}}}}`, "spec.personal.jobTypes.chat.minio.servers"},
 	}
 	for _, tc := range cases {

@@ -326,6 +326,7 @@ func (x *TFRServer) Validate() field.ErrorList {
 	errs = append(errs, str(p.Child("tenantRef"), s.TenantRef, required, 1, MaxNameLength, reDNSLabel)...)
 	errs = append(errs, str(p.Child("robotId"), s.RobotID, required, 1, MaxRoutingNameLen, reRoutingName)...)
 	errs = append(errs, str(p.Child("robotType"), s.RobotType, required, 1, MaxRoutingNameLen, reRoutingName)...)
+	errs = append(errs, robotTypeErrors(p.Child("robotType"), s.RobotType)...) // robot_rules.go
 	errs = append(errs, image(p.Child("image"), s.Image, required)...)
 	errs = append(errs, validateWorkload(p.Child("apiWorker"), &s.APIWorker)...)
 	errs = append(errs, validateWorkload(p.Child("robotWorker"), &s.RobotWorker)...)
