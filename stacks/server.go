@@ -151,6 +151,7 @@ func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.robot.Owner = runningStack(ctx.Stack())
 	if err := (boundary{namespace: p.t.Namespace}).register(ctx); err != nil {
 		return nil, err
 	}

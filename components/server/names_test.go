@@ -2,6 +2,10 @@ package server
 
 import (
 	"testing"
+
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	pt "github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 )
 
 // Robot names are injective: pairs that used to collide are refused on one side, and every
@@ -27,5 +31,27 @@ func TestRobotNameInjective(t *testing.T) {
 				seen[kind+" "+name] = pair
 			}
 		}
+	}
+}
+
+// The API Service names the server stack that owns the robot's names in its namespace, which
+// the runner reads before another stack's run (stacks/kinds/robots.go).
+func TestAPIServiceNamesItsOwner(t *testing.T) {
+	for _, owner := range []string{"server.tfrs-system.bot", ""} {
+		m := &pt.Mocks{}
+		r := robot
+		r.Owner = owner
+		m.Run(t, func(ctx *pulumi.Context) error {
+			_, err := NewAPIWorker(ctx, "api-worker", &WorkerArgs{Robot: r, Pod: pod(), Args: []string{"api"}, Replicas: 1, Checksum: pulumi.String("abc")})
+			return err
+		})
+		ann, _ := pt.Plain(m.Find(t, "kubernetes:core/v1:Service", "").Inputs)["metadata"].(map[string]any)["annotations"].(map[string]any)
+		if owner == "" {
+			if ann != nil {
+				t.Errorf("no owner: annotations %v", ann)
+			}
+			continue
+		}
+		pt.Eq(t, "owner annotation", ann, map[string]any{OwnerAnnotation: owner})
 	}
 }

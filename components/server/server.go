@@ -72,7 +72,15 @@ type Robot struct {
 	// content-hash key credential; see contenthash). Components that content-name an object
 	// refuse to run without it.
 	HashKey pulumi.StringInput
+	// Owner is the server stack that runs the robot, written on its API Service as
+	// OwnerAnnotation: before a run, the caller reads it to refuse a second TFRServer whose
+	// robot has the same names in the namespace ("" writes none).
+	Owner string
 }
+
+// OwnerAnnotation on a robot's API Service names the server stack that owns the robot's names
+// in its namespace.
+const OwnerAnnotation = "tfrs.io/owner"
 
 // Validate accepts exactly the robots the gateway can route to (routing.Validate): the names
 // below are then valid DNS labels, label values, bucket names and SQL identifiers.
