@@ -177,7 +177,7 @@ func decodeError(err error, kind v1alpha1.Kind) error {
 		if te.Field == "" {
 			return invalid("the body must be a JSON object", FieldProblem{Reason: "type", Detail: "expected object, got " + te.Value})
 		}
-		return invalid("", FieldProblem{Field: te.Field, Reason: "type", Detail: fmt.Sprintf("expected %s, got %s", jsonTypeName(te.Type), te.Value)})
+		return invalid("", FieldProblem{Field: jsonPath(te.Field), Reason: "type", Detail: fmt.Sprintf("expected %s, got %s", jsonTypeName(te.Type), te.Value)})
 	case isQuantityError(err):
 		return invalid("", FieldProblem{Field: "spec", Reason: "invalid", Detail: "a quantity is malformed (write e.g. 10Gi or 500m)"})
 	}
@@ -216,3 +216,44 @@ func jsonTypeName(t reflect.Type) string {
 	}
 	return "a value"
 }
+
+// jsonPath is a json.UnmarshalTypeError field path as the JSON document spells it:
+// encoding/json names a field promoted from an embedded (inline) struct with the struct's Go
+// name too ("spec.TenantMiddleware.postgresql.instances"), which no body contains.
+func jsonPath(goPath string) string {
+	parts := strings.Split(goPath, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if !inlineStructs[p] {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ".")
+}
+
+// inlineStructs are the Go names of the structs the API types embed inline.
+var inlineStructs = func() map[string]bool {
+	names := map[string]bool{}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				names[f.Name] = true
+			}
+			walk(f.Type)
+		}
+	}
+	for _, obj := range []any{v1alpha1.TFRCluster{}, v1alpha1.TFRTenant{}, v1alpha1.TFRServer{}} {
+		walk(reflect.TypeOf(obj))
+	}
+	return names
+}()

@@ -181,6 +181,7 @@ func (c *clusterComponents) outputs(spec *v1alpha1.TFRClusterSpec, p *clusterPla
 	out := newExports((&ClusterOutputs{
 		Domain: spec.Domain, APIHost: cluster.APIHost(spec.Domain), IngressMode: string(spec.Ingress.Mode),
 		ImageRegistry: p.imageMirror, ReservedNamespaces: slices.Sorted(slices.Values(spec.ReservedNamespaces)),
+		Personal: p.personal,
 	}).fields())
 	if i := c.ingress; i != nil {
 		out.set(ClusterOutputIngressAddress, i.Address)
@@ -219,11 +220,17 @@ type clusterPlan struct {
 	minio          *cluster.MinIOOperatorArgs
 	rabbitmq       *cluster.RabbitMQOperatorArgs
 	registry       *cluster.ImageRegistryArgs // nil: no credentials, no pull Secret
+	personal       OptionalString             // spec.personal as JSON (personal_middleware.go)
 }
 
 func planCluster(tc *v1alpha1.TFRCluster) (*clusterPlan, error) {
 	s := &tc.Spec
 	p := &clusterPlan{}
+	personal, err := encodePersonal(&s.Personal)
+	if err != nil {
+		return nil, err
+	}
+	p.personal = personal
 	if r := s.ImageRegistry; r != nil {
 		p.imageMirror = r.Registry
 	}

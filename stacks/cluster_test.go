@@ -241,6 +241,7 @@ func TestClusterEveryComponentPerIngressMode(t *testing.T) {
 				ClusterOutputMinIOOperatorReady:    true,
 				ClusterOutputRabbitMQOperatorReady: true,
 				ClusterOutputReservedNamespaces:    []string{},
+				ClusterOutputPersonal:              defaultPersonalJSON(t),
 			})
 		})
 	}

@@ -42,13 +42,17 @@ func secretOf(s SecretString) pulumi.StringOutput {
 
 // outputValue are the Go types an output field may have.
 type outputValue interface {
-	string | SecretString | int | bool | []string
+	string | SecretString | int | bool | []string | OptionalString
 }
+
+// OptionalString is a string output that a stack made before the key existed lacks: it
+// reads as "" there instead of failing the read.
+type OptionalString string
 
 // outputField binds an output key to a field of a level's outputs struct.
 type outputField struct {
 	key string
-	ptr any // *string, *SecretString, *int, *bool or *[]string: bind allows no other
+	ptr any // *string, *SecretString, *int, *bool, *[]string or *OptionalString: bind allows no other
 }
 
 func bind[T outputValue](key string, p *T) outputField { return outputField{key: key, ptr: p} }
@@ -71,6 +75,8 @@ func (f outputField) export() pulumi.Input {
 		return pulumi.Bool(*p)
 	case *[]string:
 		return pulumi.ToStringArray(*p)
+	case *OptionalString:
+		return pulumi.String(string(*p))
 	}
 	panic(fmt.Sprintf("stacks: output %s has a field of type %T", f.key, f.ptr)) // unreachable through field
 }
@@ -88,6 +94,10 @@ func (f outputField) read(r *outputReader) {
 		*p = r.boolean(f.key)
 	case *[]string:
 		*p = r.strings(f.key)
+	case *OptionalString:
+		if _, ok := r.out[f.key]; ok {
+			*p = OptionalString(r.str(f.key, false))
+		}
 	}
 }
 
@@ -275,6 +285,9 @@ const (
 	// ClusterOutputReservedNamespaces is the TFRCluster's spec.reservedNamespaces (sorted):
 	// namespaces no tenant of the cluster may target, on top of the built-in ones.
 	ClusterOutputReservedNamespaces = "reservedNamespaces"
+	// ClusterOutputPersonal is the TFRCluster's spec.personal, defaulted, as JSON: the shared
+	// middleware of its personal tenants per job type (TenantCluster.PersonalMiddleware).
+	ClusterOutputPersonal = "personal"
 )
 
 // ClusterOutputs are the cluster stack's outputs, typed. The program exports the values it
@@ -288,6 +301,7 @@ type ClusterOutputs struct {
 	CNPGOperatorReady, MinIOOperatorReady        bool
 	RabbitMQOperatorReady                        bool
 	ReservedNamespaces                           []string
+	Personal                                     OptionalString
 }
 
 func (o *ClusterOutputs) fields() outputTable {
@@ -301,6 +315,7 @@ func (o *ClusterOutputs) fields() outputTable {
 		bind(ClusterOutputCNPGOperatorReady, &o.CNPGOperatorReady), bind(ClusterOutputMinIOOperatorReady, &o.MinIOOperatorReady),
 		bind(ClusterOutputRabbitMQOperatorReady, &o.RabbitMQOperatorReady),
 		bind(ClusterOutputReservedNamespaces, &o.ReservedNamespaces),
+		bind(ClusterOutputPersonal, &o.Personal),
 	}
 }
 
@@ -323,13 +338,16 @@ type TenantCluster struct {
 	// ReservedNamespaces extend the built-in reserved namespaces for this cluster's tenants
 	// (TFRCluster.spec.reservedNamespaces).
 	ReservedNamespaces []string
+	// Personal is the cluster's spec.personal as JSON ("" from a cluster stack made before
+	// the output existed: every job type takes the defaults); see PersonalMiddleware.
+	Personal OptionalString
 }
 
 func (c *TenantCluster) fields() outputTable {
 	return outputTable{
 		bind(ClusterOutputPullSecretName, &c.PullSecretName), bind(ClusterOutputDockerConfigJSON, &c.DockerConfigJSON),
 		bind(ClusterOutputImageRegistry, &c.ImageRegistry), bind(ClusterOutputRabbitMQOperatorReady, &c.RabbitMQOperatorReady),
-		bind(ClusterOutputReservedNamespaces, &c.ReservedNamespaces),
+		bind(ClusterOutputReservedNamespaces, &c.ReservedNamespaces), bind(ClusterOutputPersonal, &c.Personal),
 	}
 }
 

@@ -14,10 +14,13 @@ package stacks
 // whichever door they arrive, there is exactly one copy of the middleware, and removing one
 // tenant never removes what the others use.
 //
-// The caller (operator, HTTP API, CLI) drives it: up the shared stack with the spec of
-// SharedStackOwner (the oldest live personal tenant of the job type), read its outputs
-// (TenantOutputsFromStack), up the tenant's own stack with them; on deletion destroy the own
-// stack, and the shared one only when SharedStackOwner finds no live tenant left.
+// What the shared stack holds is the cluster's, not a tenant's: its middleware settings are
+// the TFRCluster's spec.personal for the job type (personal_middleware.go), and a personal
+// TFRTenant that sets middleware is refused. The caller (operator, HTTP API, CLI) drives it:
+// up the shared stack through one of the job type's tenants (the operator lets
+// SharedStackOwner, the oldest live one, run it, so two tenants never race on it), read its
+// outputs (TenantOutputsFromStack), up the tenant's own stack with them; on deletion destroy
+// the own stack, and the shared one only when no live tenant is left.
 
 import (
 	"errors"
@@ -43,9 +46,11 @@ func TenantStackNames(t *v1alpha1.TFRTenant) (own, shared string, err error) {
 	return t.OwnStacks()
 }
 
-// SharedStackOwner picks, among tenants, the personal tenant of jobType whose spec drives the
-// job type's shared stack: the oldest one not being deleted (ties by namespace/name, so every
-// caller picks the same). Nil means no live tenant uses the shared stack any more: destroy it.
+// SharedStackOwner picks, among tenants, the personal tenant of jobType whose runs bring the
+// job type's shared stack up: the oldest one not being deleted (ties by namespace/name, so
+// every caller picks the same). It decides who runs the stack, not what it holds (the
+// cluster's spec.personal). Nil means no live tenant uses the shared stack any more: destroy
+// it.
 func SharedStackOwner(tenants []v1alpha1.TFRTenant, jobType string) *v1alpha1.TFRTenant {
 	var owner *v1alpha1.TFRTenant
 	for i := range tenants {

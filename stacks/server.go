@@ -73,6 +73,7 @@ const (
 	CredentialRobotPostgresPassword = "robot-postgresql-password"
 	CredentialRobotRabbitMQPassword = "robot-rabbitmq-password"
 	CredentialRobotMinIOSecretKey   = "robot-minio-secret-key"
+	CredentialRobotRedisPassword    = "robot-redis-password"
 )
 
 // CredentialContentHashKey is every server stack's generated key of the hashes in the robot's
@@ -150,6 +151,7 @@ func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.robot.Owner = runningStack(ctx.Stack())
 	if err := (boundary{namespace: p.t.Namespace}).register(ctx); err != nil {
 		return nil, err
 	}
@@ -221,6 +223,10 @@ type robotCredentials struct {
 	postgresUser                              string
 	postgres, rabbitmq, minioKey, minioSecret pulumi.StringOutput
 	rabbitmqUser, rabbitmqVHost, bucket       string
+	// redisUser and redis are a personal robot's own Redis ACL user; "" and the tenant's
+	// password (the default user) for an enterprise robot.
+	redisUser string
+	redis     pulumi.StringOutput
 }
 
 func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error) {
@@ -230,16 +236,19 @@ func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error)
 			postgresUser: t.PostgresUser, postgres: secretOf(t.PostgresPassword),
 			rabbitmqUser: t.RabbitMQUser, rabbitmq: secretOf(t.RabbitMQPassword), rabbitmqVHost: t.RabbitMQVHost,
 			minioKey: secretOf(t.MinIOAccessKey), minioSecret: secretOf(t.MinIOSecretKey), bucket: t.MinIOBucket,
+			redis: secretOf(t.RedisPassword),
 		}, nil
 	}
 	c := &robotCredentials{
 		postgresUser: r.Schema(), rabbitmqUser: r.VHost(), rabbitmqVHost: r.VHost(),
 		minioKey: pulumi.ToSecret(pulumi.String(r.Name())).(pulumi.StringOutput), bucket: r.Bucket(),
+		redisUser: r.Name(),
 	}
 	for name, dst := range map[string]*pulumi.StringOutput{
 		CredentialRobotPostgresPassword: &c.postgres,
 		CredentialRobotRabbitMQPassword: &c.rabbitmq,
 		CredentialRobotMinIOSecretKey:   &c.minioSecret,
+		CredentialRobotRedisPassword:    &c.redis,
 	} {
 		v, err := program.Credential(ctx, name)
 		if err != nil {
@@ -252,7 +261,7 @@ func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error)
 
 // connections is the Confz's connection info from the tenant's outputs and the robot's
 // credentials (plain values: this runs inside Apply).
-func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3Key, s3Secret string) confz.Connections {
+func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3Key, s3Secret, redisPassword string) confz.Connections {
 	t := &p.t
 	vhost := c.rabbitmqVHost
 	if vhost == tenant.RabbitMQDefaultVHost {
@@ -260,7 +269,7 @@ func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3
 	}
 	out := confz.Connections{
 		Postgres: confz.Postgres{Host: t.PostgresHost, Port: t.PostgresPort, User: c.postgresUser, Password: pgPassword, DBName: t.PostgresDatabase},
-		Redis:    confz.Redis{Host: t.RedisHost, Port: t.RedisPort, Password: t.RedisPassword.Reveal()},
+		Redis:    confz.Redis{Host: t.RedisHost, Port: t.RedisPort, User: c.redisUser, Password: redisPassword},
 		RabbitMQ: confz.RabbitMQ{Host: t.RabbitMQHost, Port: t.RabbitMQPort, User: c.rabbitmqUser, Password: mqPassword, VHost: vhost},
 		COS:      confz.COS{Host: t.MinIOHost, Port: t.MinIOPort, AccessKey: s3Key, SecretKey: s3Secret, Bucket: c.bucket},
 		// The collector's OTLP endpoint ("" when the tenant has none: no [tracing]).
@@ -276,8 +285,8 @@ func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3
 // confzTOML renders the robot's Confz (a secret output): generated sections with
 // spec.confzData, already parsed, merged on top.
 func (p *serverPlan) confzTOML(c *robotCredentials) pulumi.StringOutput {
-	toml := pulumi.All(c.postgres, c.rabbitmq, c.minioKey, c.minioSecret).ApplyT(func(v []any) (string, error) {
-		conns := p.connections(c, v[0].(string), v[1].(string), v[2].(string), v[3].(string))
+	toml := pulumi.All(c.postgres, c.rabbitmq, c.minioKey, c.minioSecret, c.redis).ApplyT(func(v []any) (string, error) {
+		conns := p.connections(c, v[0].(string), v[1].(string), v[2].(string), v[3].(string), v[4].(string))
 		return confz.Encode(confz.Merge(confz.Generated(conns), p.user))
 	}).(pulumi.StringOutput)
 	return pulumi.ToSecret(toml).(pulumi.StringOutput)
@@ -349,6 +358,7 @@ func (r *serverRegistrar) steps() []step {
 			args := &server.ConfzArgs{Robot: rb, TOML: r.toml}
 			if p.personal {
 				args.Broker = &server.BrokerArgs{Cluster: tenant.RabbitMQCluster, VHost: creds.rabbitmqVHost, User: creds.rabbitmqUser, Password: creds.rabbitmq}
+				args.RedisUser = &server.RedisUserArgs{User: creds.redisUser, Prefix: rb.RedisKeyPrefix(), Password: creds.redis}
 			}
 			r.cz, err = server.NewConfz(ctx, ServerConfz, args, o...)
 			return r.cz, err

@@ -2,6 +2,7 @@ package stacks
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -327,7 +328,7 @@ func TestServerPersonal(t *testing.T) {
 			creds = append(creds, c.Name)
 		}
 		sort.Strings(creds)
-		check(t, id+" credentials", creds, []string{CredentialContentHashKey, CredentialRobotMinIOSecretKey, CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword})
+		check(t, id+" credentials", creds, []string{CredentialContentHashKey, CredentialRobotMinIOSecretKey, CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword, CredentialRobotRedisPassword})
 
 		// Its Confz points at its own role and schema, vhost and user, bucket and user, and
 		// Redis key prefix, and holds none of the tenant's own passwords.
@@ -335,6 +336,26 @@ func TestServerPersonal(t *testing.T) {
 		pg := cz["postgresql"].(map[string]any)
 		check(t, id+" pg", []any{pg["user"], pg["schema"], pg["dbname"], pg["host"]}, []any{robot.Schema(), robot.Schema(), to.PostgresDatabase, to.PostgresHost})
 		check(t, id+" redis prefix", dig(t, cz, "redis", "key_prefix"), robot.RedisKeyPrefix())
+		check(t, id+" redis user", dig(t, cz, "redis", "username"), robot.Name())
+		robotRedis := dig(t, cz, "redis", "password").(string)
+		if robotRedis == "" || robotRedis == to.RedisPassword.Reveal() {
+			t.Errorf("%s: the robot logs into Redis with the tenant's password", id)
+		}
+		// Its Redis ACL user: its own key of the tenant's redis-acl Secret, the password only
+		// as its SHA-256, the keys and channels of its prefix only.
+		patch := r.m.find(t, "kubernetes:core/v1:SecretPatch", "")
+		if !patch.Inputs["data"].ContainsSecrets() {
+			t.Errorf("%s: the Redis ACL line is not secret in the state", id)
+		}
+		pdata := dig(t, plainInputs(patch.Inputs), "data").(map[string]any)
+		check(t, id+" acl key", sortedNames(pdata), []string{robot.Name() + ".acl"})
+		line, err := base64.StdEncoding.DecodeString(pdata[robot.Name()+".acl"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(robotRedis))
+		check(t, id+" acl line", string(line), "user "+robot.Name()+" on #"+hex.EncodeToString(sum[:])+" ~"+robot.RedisKeyPrefix()+"* &"+robot.RedisKeyPrefix()+"* +@all -@admin -@dangerous\n")
+		check(t, id+" acl secret", dig(t, plainInputs(patch.Inputs), "metadata"), map[string]any{"name": "redis-acl", "namespace": "personal-chat"})
 		cos := cz["cos"].(map[string]any)
 		check(t, id+" cos", []any{cos["access_key"], cos["bucket"]}, []any{robot.Name(), robot.Bucket()})
 		broker := dig(t, cz, "celery", "broker_url").(string)
@@ -342,7 +363,7 @@ func TestServerPersonal(t *testing.T) {
 			t.Errorf("%s broker %s", id, broker)
 		}
 		doc := fmt.Sprint(cz)
-		for what, pw := range map[string]SecretString{"postgres": to.PostgresPassword, "rabbitmq": to.RabbitMQPassword, "minio root": to.MinIOSecretKey} {
+		for what, pw := range map[string]SecretString{"postgres": to.PostgresPassword, "rabbitmq": to.RabbitMQPassword, "minio root": to.MinIOSecretKey, "redis": to.RedisPassword} {
 			if strings.Contains(doc, pw.Reveal()) {
 				t.Errorf("%s: the Confz holds the tenant's %s password", id, what)
 			}
@@ -373,9 +394,10 @@ func TestServerPersonal(t *testing.T) {
 		check(t, id+" outputs", []any{r.out[ServerOutputDBSchema], r.out[ServerOutputBucket], r.out[ServerOutputRabbitMQVHost], r.out[ServerOutputRedisKeyPrefix], r.out[ServerOutputAPIService]},
 			[]any{robot.Schema(), robot.Bucket(), robot.VHost(), robot.RedisKeyPrefix(), routing.UpstreamHost("personal-chat", id, "chat")})
 
-		// Two robots in one namespace never share an object.
+		// Two robots in one namespace never share an object (a patch of the tenant's
+		// redis-acl Secret writes only the robot's own key, checked above).
 		for _, reg := range r.m.regs {
-			if !reg.Custom || !strings.HasPrefix(reg.Type, "kubernetes:") {
+			if !reg.Custom || !strings.HasPrefix(reg.Type, "kubernetes:") || strings.HasSuffix(reg.Type, "Patch") {
 				continue
 			}
 			key := reg.Type + "/" + dig(t, plainInputs(reg.Inputs), "metadata", "name").(string)

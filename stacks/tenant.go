@@ -103,7 +103,8 @@ var ErrRabbitMQOperatorNotReady = errors.New("the cluster's RabbitMQ operator is
 // TenantInput is what the tenant program needs.
 type TenantInput struct {
 	// Tenant is the TFRTenant; it is defaulted and validated (on a copy) before use. For a
-	// personal job type's shared stack it is SharedStackOwner's tenant.
+	// personal job type's shared stack it is any personal tenant of the job type (the one
+	// whose run brings the stack up): the middleware is the cluster's (Cluster.Personal).
 	Tenant *v1alpha1.TFRTenant
 	// Cluster is the TFRCluster stack's outputs (TenantClusterFromStack).
 	Cluster TenantCluster
@@ -159,6 +160,12 @@ func tenantProgram(ctx *pulumi.Context, in TenantInput) (pulumi.Map, error) {
 	}
 	if member {
 		return memberOutputs(t, in, shared)
+	}
+	if shared != "" {
+		// The job type's shared stack: its middleware is the cluster's (personal_middleware.go).
+		if t, err = sharedTenant(t, in.Cluster); err != nil {
+			return nil, err
+		}
 	}
 	if !in.Cluster.RabbitMQOperatorReady {
 		return nil, fmt.Errorf("tenant %q: %w (cluster %q); retry once the cluster stack is up", t.Name, ErrRabbitMQOperatorNotReady, t.Spec.ClusterRef)

@@ -124,6 +124,8 @@ func (r *tenantRegistrar) addRedis(o ...pulumi.ResourceOption) (pulumi.Resource,
 		Namespace: r.ns, Image: r.p.image(rs.Image),
 		Size: rs.Size.String(), StorageClass: rs.StorageClassName,
 		Resources: resources(rs.Resources), Login: login, PullSecret: r.pull, Retain: r.p.retain,
+		// The robots of a personal job type share this Redis, each as its own ACL user.
+		RobotUsers: r.t.Spec.Type == v1alpha1.TenantPersonal,
 	}, o...)
 	if err != nil {
 		return nil, err

@@ -103,6 +103,7 @@ func (x *TFRCluster) Default() {
 		c.Default()
 	}
 	s.DriftDetection.Default()
+	s.Personal.Default()
 }
 
 // Default sets the defaults the CRD schema sets. spec.namespace is left alone: it is derived by

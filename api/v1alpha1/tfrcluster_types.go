@@ -262,6 +262,13 @@ type TFRClusterSpec struct {
 	// +listType=set
 	// +optional
 	ReservedNamespaces []string `json:"reservedNamespaces,omitempty"`
+
+	// Personal is the shared middleware of the cluster's personal tenants, per job type. A
+	// personal TFRTenant cannot set middleware itself: no personal tenant can change what the
+	// others of its job type use.
+	// +kubebuilder:default={}
+	// +optional
+	Personal PersonalSpec `json:"personal,omitempty"`
 }
 
 // TFRClusterStatus is the observed state of a TFRCluster.

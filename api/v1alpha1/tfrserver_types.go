@@ -56,11 +56,13 @@ type TFRServerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="robotId is immutable"
 	RobotID string `json:"robotId"`
 
-	// RobotType is the kind of robot; it is the X-TF-RobotType routing header value.
+	// RobotType is the kind of robot; it is the X-TF-RobotType routing header value. It has no
+	// '-': the robot's objects are named "<robotType>-<robotId>…", and the first '-' must end
+	// the type so that no two robots share a name (chat-bot/1 and chat/bot-1 would).
 	// +kubebuilder:validation:Required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=40
-	// +kubebuilder:validation:Pattern=`^[a-z0-9-]+$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="robotType is immutable"
 	RobotType string `json:"robotType"`
 

@@ -370,44 +370,12 @@ type TFRSUtilsSpec struct {
 	Image string `json:"image,omitempty"`
 }
 
-// TFRTenantSpec is a tenant environment.
-//
-// +kubebuilder:validation:XValidation:rule="self.type != 'personal' || has(self.jobType)",message="jobType is required when type is personal",fieldPath=".jobType"
-// +kubebuilder:validation:XValidation:rule="self.type == 'personal' || !has(self.jobType)",message="jobType is only valid when type is personal",fieldPath=".jobType"
-// +kubebuilder:validation:XValidation:rule="has(self.namespace) == has(oldSelf.namespace)",message="namespace cannot be added or removed after creation",fieldPath=".namespace"
-type TFRTenantSpec struct {
-	// ClusterRef is the name of the TFRCluster the tenant runs on.
-	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
-	ClusterRef string `json:"clusterRef"`
-
-	// Type of tenant: enterprise (dedicated namespace and middleware) or personal (shared per job type).
-	// +kubebuilder:validation:Required
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
-	Type TenantType `json:"type"`
-
-	// JobType groups personal tenants: they share one namespace and one set of middleware per job type.
-	// Required for personal tenants, forbidden for enterprise ones.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=54
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="jobType is immutable"
-	// +optional
-	JobType string `json:"jobType,omitempty"`
-
-	// Namespace the tenant's workloads go to. Empty means: the TFRTenant's own name for an enterprise
-	// tenant, "personal-<jobType>" for a personal one (see TargetNamespace). Immutable once set.
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="namespace is immutable"
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-') && !(self in ['cert-manager', 'cnpg-system', 'default', 'istio-ingress', 'istio-system', 'minio-operator', 'rabbitmq-system', 'tfrs-system'])",message="namespace is reserved (kube-*, default, the cluster stack's namespaces, tfrs-system): pick another name"
-	// +optional
-	Namespace string `json:"namespace,omitempty"`
-
+// TenantMiddleware is what a tenant stack provisions in its namespace besides the namespace
+// itself: the middleware, monitoring and TFRobot applications, their credentials and the
+// deletion policy of their data. An enterprise tenant sets it in its own spec
+// (TFRTenantSpec, inline); the personal tenants of a job type share one, set by the platform
+// admin in TFRCluster.spec.personal.
+type TenantMiddleware struct {
 	// DeletionPolicy of stateful data (PostgreSQL, MinIO, PVCs). Defaults to Retain.
 	// +kubebuilder:default=Retain
 	// +optional
@@ -456,6 +424,50 @@ type TFRTenantSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	TFRSUtils TFRSUtilsSpec `json:"tfrsUtils,omitempty"`
+}
+
+// TFRTenantSpec is a tenant environment.
+//
+// +kubebuilder:validation:XValidation:rule="self.type != 'personal' || has(self.jobType)",message="jobType is required when type is personal",fieldPath=".jobType"
+// +kubebuilder:validation:XValidation:rule="self.type == 'personal' || !has(self.jobType)",message="jobType is only valid when type is personal",fieldPath=".jobType"
+// +kubebuilder:validation:XValidation:rule="has(self.namespace) == has(oldSelf.namespace)",message="namespace cannot be added or removed after creation",fieldPath=".namespace"
+type TFRTenantSpec struct {
+	// ClusterRef is the name of the TFRCluster the tenant runs on.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
+	ClusterRef string `json:"clusterRef"`
+
+	// Type of tenant: enterprise (dedicated namespace and middleware) or personal (shared per job type).
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable"
+	Type TenantType `json:"type"`
+
+	// JobType groups personal tenants: they share one namespace and one set of middleware per job type.
+	// Required for personal tenants, forbidden for enterprise ones.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=54
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="jobType is immutable"
+	// +optional
+	JobType string `json:"jobType,omitempty"`
+
+	// Namespace the tenant's workloads go to. Empty means: the TFRTenant's own name for an enterprise
+	// tenant, "personal-<jobType>" for a personal one (see TargetNamespace). Immutable once set.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="namespace is immutable"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-') && !(self in ['cert-manager', 'cnpg-system', 'default', 'istio-ingress', 'istio-system', 'minio-operator', 'rabbitmq-system', 'tfrs-system'])",message="namespace is reserved (kube-*, default, the cluster stack's namespaces, tfrs-system): pick another name"
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// TenantMiddleware is what the tenant's stack provisions in its namespace. A personal
+	// tenant may not set it: its job type's shared middleware takes its settings from the
+	// cluster's spec.personal (see personal_rules.go).
+	TenantMiddleware `json:",inline"`
 
 	// DriftDetection configures the periodic drift check (refresh + preview).
 	// +kubebuilder:default={}

@@ -172,6 +172,7 @@ func (x *TFRCluster) Validate() field.ErrorList {
 		}
 		seen[ns] = true
 	}
+	errs = append(errs, s.Personal.validate(p.Child("personal"))...) // personal_rules.go
 	return errs
 }
 
@@ -280,6 +281,7 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	errs = append(errs, validateWorkload(up, &s.TFRSUtils.WorkloadSpec)...)
 	errs = append(errs, image(up.Child("image"), s.TFRSUtils.Image, optional)...)
 	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
+	errs = append(errs, personalMiddlewareErrors(t)...) // personal_rules.go
 	return errs
 }
 
@@ -314,6 +316,7 @@ func (x *TFRServer) Validate() field.ErrorList {
 	errs = append(errs, str(p.Child("tenantRef"), s.TenantRef, required, 1, MaxNameLength, reDNSLabel)...)
 	errs = append(errs, str(p.Child("robotId"), s.RobotID, required, 1, MaxRoutingNameLen, reRoutingName)...)
 	errs = append(errs, str(p.Child("robotType"), s.RobotType, required, 1, MaxRoutingNameLen, reRoutingName)...)
+	errs = append(errs, robotTypeErrors(p.Child("robotType"), s.RobotType)...) // robot_rules.go
 	errs = append(errs, image(p.Child("image"), s.Image, required)...)
 	errs = append(errs, validateWorkload(p.Child("apiWorker"), &s.APIWorker)...)
 	errs = append(errs, validateWorkload(p.Child("robotWorker"), &s.RobotWorker)...)

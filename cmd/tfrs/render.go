@@ -151,8 +151,8 @@ type renderParents struct {
 	rendered map[string]bool
 }
 
-// Cluster gives a tenant the rendered cluster's image mirror, the RabbitMQ operator as ready
-// (a rendered cluster installs it) and no pull Secret. A cluster not in the files renders the
+// Cluster gives a tenant the rendered cluster's image mirror and personal middleware, the
+// RabbitMQ operator as ready (a rendered cluster installs it) and no pull Secret. A cluster not in the files renders the
 // tenant with upstream images.
 func (p *renderParents) Cluster(ctx context.Context, stack string) (stacks.TenantCluster, error) {
 	c := stacks.TenantCluster{RabbitMQOperatorReady: true}
@@ -164,6 +164,8 @@ func (p *renderParents) Cluster(ctx context.Context, stack string) (stacks.Tenan
 		return c, err
 	}
 	c.ImageRegistry = out.String(stacks.ClusterOutputImageRegistry)
+	// The shared middleware of its personal tenants (spec.personal).
+	c.Personal = stacks.OptionalString(out.String(stacks.ClusterOutputPersonal))
 	return c, nil
 }
 

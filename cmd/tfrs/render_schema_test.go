@@ -216,7 +216,19 @@ func standInSources(o v1alpha1.Object) {
 		local(&s.MinIOOperator, filepath.Join(root, "charts", "minio-operator"))
 		local(&s.CNPGOperator, filepath.Join(root, "manifests", "cnpg.yaml"))
 		local(&s.RabbitMQOperator, filepath.Join(root, "manifests", "rabbitmq"))
+		// A personal tenant's middleware is the cluster's.
+		charts := filepath.Join(testenv.StandIns("tenant"), "charts")
+		local(&s.Personal.Middleware.Jaeger.ComponentSource, filepath.Join(charts, "jaeger"))
+		local(&s.Personal.Middleware.Grafana.ComponentSource, filepath.Join(charts, "grafana"))
+		for jt, m := range s.Personal.JobTypes {
+			local(&m.Jaeger.ComponentSource, filepath.Join(charts, "jaeger"))
+			local(&m.Grafana.ComponentSource, filepath.Join(charts, "grafana"))
+			s.Personal.JobTypes[jt] = m
+		}
 	case *v1alpha1.TFRTenant:
+		if x.Spec.Type == v1alpha1.TenantPersonal {
+			return // its middleware is the cluster's, above
+		}
 		root := filepath.Join(testenv.StandIns("tenant"), "charts")
 		local(&x.Spec.Jaeger.ComponentSource, filepath.Join(root, "jaeger"))
 		local(&x.Spec.Grafana.ComponentSource, filepath.Join(root, "grafana"))

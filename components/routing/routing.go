@@ -75,8 +75,14 @@ func UpstreamCluster(namespace, robotID, robotType string) string {
 }
 
 // Validate reports whether the gateway accepts these values, exactly as routing.lua decides:
-// each matches ^[a-z0-9-]+$, has 1..63 bytes and starts and ends with a letter or digit, and
-// the Service name fits a DNS label.
+// each matches ^[a-z0-9-]+$, has 1..63 bytes and starts and ends with a letter or digit, the
+// robot type has no '-' at all, and the Service name fits a DNS label.
+//
+// Why no '-' in the robot type: a robot's names are "<robotType>-<robotId>…", and with a '-'
+// allowed on both sides chat-bot/1 and chat/bot-1 would both be "chat-bot-1" (one Service,
+// one role, one bucket). With none in the type, the first '-' of a name ends the type, so
+// the mapping from (robotType, robotId) to names is injective while every name stays a plain
+// DNS label, SQL identifier and bucket name, and no existing robot id changes.
 func Validate(namespace, robotID, robotType string) error {
 	for _, v := range []struct{ header, value string }{
 		{HeaderNamespace, namespace}, {HeaderRobotID, robotID}, {HeaderRobotType, robotType},
@@ -87,6 +93,9 @@ func Validate(namespace, robotID, robotType string) error {
 		if !validLabel(v.value) {
 			return fmt.Errorf("%w: %s must match ^[a-z0-9-]+$, have at most %d characters and start and end with a letter or digit", ErrInvalid, v.header, MaxLabelLength)
 		}
+	}
+	if strings.Contains(robotType, "-") {
+		return fmt.Errorf("%w: %s must not contain '-' (it ends the robot type in the robot's names)", ErrInvalid, HeaderRobotType)
 	}
 	if n := len(RobotServiceName(robotID, robotType)); n > MaxLabelLength {
 		return fmt.Errorf("%w: %s and %s together make a %d-character service name (max %d)", ErrInvalid, HeaderRobotType, HeaderRobotID, n, MaxLabelLength)

@@ -156,6 +156,12 @@ function tfrs.route(handle)
     end
     values[h.key] = v
   end
+  -- No '-' in the robot type: the first '-' of a robot's names ends its type, so no two
+  -- (type, id) pairs share a Service (chat-bot/1 and chat/bot-1 would).
+  if string.find(values.robot_type, "-", 1, true) ~= nil then
+    bad_request(handle, "invalid header X-TF-RobotType: must not contain '-'")
+    return
+  end
   local service = values.robot_type .. "-" .. values.robot_id .. SERVICE_SUFFIX
   if #service > MAX_LABEL then
     bad_request(handle, "invalid headers X-TF-RobotType and X-TF-RobotId: together too long for a service name")

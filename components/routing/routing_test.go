@@ -185,6 +185,8 @@ func TestRoutingContract(t *testing.T) {
 		{name: "percent encoded", headers: with("X-TF-Namespace", "%2e%2e"), want: "400"},
 		{name: "underscore", headers: with("X-TF-RobotId", "r_1"), want: "400"},
 		{name: "leading dash", headers: with("X-TF-RobotType", "-chat"), want: "400"},
+		// chat-bot/1 would route to chat/bot-1's Service: a robot type has no '-'.
+		{name: "dash in robot type", headers: with("X-TF-RobotType", "chat-bot"), want: "400"},
 		{name: "trailing dash", headers: with("X-TF-Namespace", "tenant-"), want: "400"},
 		{name: "only dashes", headers: with("X-TF-RobotId", "---"), want: "400"},
 		{name: "comma list", headers: with("X-TF-Namespace", "a,b"), want: "400"},

@@ -1,14 +1,17 @@
 package server
 
 import (
+	"encoding/base64"
 	"fmt"
 
 	"github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/apiextensions"
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
+	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // ConfzKey is the key of the Confz TOML in its Secret and the file name it is mounted as.
@@ -24,6 +27,17 @@ type ConfzArgs struct {
 	// Confz's broker_url names; nil for a robot of an enterprise tenant, which uses the
 	// tenant's.
 	Broker *BrokerArgs
+	// RedisUser gives a robot of a personal tenant its own Redis ACL user, the one its
+	// Confz's [redis] username names; nil for a robot of an enterprise tenant.
+	RedisUser *RedisUserArgs
+}
+
+// RedisUserArgs are the robot's own Redis ACL user (kit.RedisACLLine): User, allowed only the
+// keys and channels under Prefix.
+type RedisUserArgs struct {
+	User, Prefix string
+	// Password of User (a Pulumi secret, stable across runs); only its SHA-256 leaves.
+	Password pulumi.StringInput
 }
 
 // BrokerArgs are the robot's own RabbitMQ vhost and user, made by the messaging topology
@@ -61,6 +75,9 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 	if b := args.Broker; b != nil && (b.Cluster == "" || b.VHost == "" || b.User == "" || b.Password == nil) {
 		return nil, fmt.Errorf("confz: the broker needs a cluster, vhost, user and password")
 	}
+	if u := args.RedisUser; u != nil && (u.User == "" || u.Prefix == "" || u.Password == nil || !kit.ReRedisACLLine.MatchString(kit.RedisACLLine(u.User, u.Prefix, ""))) {
+		return nil, fmt.Errorf("confz: the Redis user needs a robot's user name, its key prefix and a password")
+	}
 	c := &Confz{}
 	if err := ctx.RegisterComponentResource(ConfzType, name, c, opts...); err != nil {
 		return nil, err
@@ -85,8 +102,32 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 			return nil, err
 		}
 	}
+	if u := args.RedisUser; u != nil {
+		if err := c.redisUser(ctx, name, r, u); err != nil {
+			return nil, err
+		}
+	}
 	c.SecretName = s.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"secretName": c.SecretName})
+}
+
+// redisUser writes the robot's ACL line as its own key of the tenant's kit.RedisACLSecret: a
+// SecretPatch (server-side apply under a field manager of this resource alone), so robots
+// never overwrite each other's keys, and destroying the patch removes exactly this key (the
+// provider relinquishes its fields), which takes the user out of Redis on the next sync.
+func (c *Confz) redisUser(ctx *pulumi.Context, name string, r Robot, u *RedisUserArgs) error {
+	line := u.Password.ToStringOutput().ApplyT(func(pw string) string {
+		return base64.StdEncoding.EncodeToString([]byte(kit.RedisACLLine(u.User, u.Prefix, pw) + "\n"))
+	}).(pulumi.StringOutput)
+	p, err := corev1.NewSecretPatch(ctx, name+"-redis-user", &corev1.SecretPatchArgs{
+		Metadata: &metav1.ObjectMetaPatchArgs{Name: pulumi.String(kit.RedisACLSecret), Namespace: pulumi.String(r.Namespace)},
+		Data:     pulumi.StringMap{kit.RedisACLKey(u.User): pulumi.ToSecret(line).(pulumi.StringOutput)},
+	}, pulumi.Parent(c))
+	if err != nil {
+		return err
+	}
+	c.Keep(p)
+	return nil
 }
 
 // broker registers the robot's vhost, user and permission.

@@ -89,8 +89,11 @@ func NewDBInit(ctx *pulumi.Context, name string, args *DBInitArgs, opts ...pulum
 	for k, v := range args.Env {
 		env[k] = v
 	}
+	// The migrate container runs the robot's own image: it sees its Confz (the robot's own
+	// database login) and nothing else of the Job's Secret. The owner's password and the
+	// schema script stay with the schema container, whose image is TFRS's psql.
 	pod := jobPod{
-		Main:       jobContainer{Name: "migrate", Image: args.Image, Args: args.Args, Env: env},
+		Main:       jobContainer{Name: "migrate", Image: args.Image, Args: args.Args, Env: env, Files: []string{ConfzKey}},
 		PullSecret: args.PullSecret,
 	}
 	files := map[string]pulumi.StringInput{ConfzKey: args.Confz}
@@ -107,6 +110,7 @@ func NewDBInit(ctx *pulumi.Context, name string, args *DBInitArgs, opts ...pulum
 				"PGUSER": s.AdminUser, "PGCONNECT_TIMEOUT": "10",
 			},
 			SecretEnv: map[string]string{"PGPASSWORD": "admin-password"},
+			Files:     []string{"schema.sql"},
 		}}
 		files["admin-password"] = s.AdminPassword
 		files["schema.sql"] = s.Password.ToStringOutput().ApplyT(func(pw string) string {

@@ -53,10 +53,14 @@ type jobContainer struct {
 	Env     map[string]string `json:"env,omitempty"`
 	// SecretEnv maps a variable to a key of the Job's Secret.
 	SecretEnv map[string]string `json:"secretEnv,omitempty"`
+	// Files are the keys of the Job's Secret the container sees at JobDir; nil means all of
+	// them. A container that runs an image TFRS does not control (the robot's own) lists only
+	// its own files, so it never sees another container's credentials (see DBInit).
+	Files []string `json:"files,omitempty"`
 }
 
 // jobPod is a Job's pod: Init runs in order before Main. Every container has the Job's
-// Secret mounted at JobDir.
+// Secret mounted at JobDir: all of it, or only its Files.
 type jobPod struct {
 	Init           []jobContainer `json:"init,omitempty"`
 	Main           jobContainer   `json:"main"`
@@ -111,14 +115,18 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 	}
 
 	secretName := secret.Metadata.Name().Elem()
+	for _, c := range append(slices.Clone(pod.Init), pod.Main) {
+		for _, f := range c.Files {
+			if _, ok := files[f]; !ok {
+				return nil, fmt.Errorf("%s: container %s mounts %q, which the Job's Secret does not hold", kind, c.Name, f)
+			}
+		}
+	}
 	podSpec := &corev1.PodSpecArgs{
 		RestartPolicy:    pulumi.String("Never"),
 		ImagePullSecrets: kit.PullSecrets(pod.PullSecret),
-		Volumes: corev1.VolumeArray{corev1.VolumeArgs{
-			Name:   pulumi.String("job"),
-			Secret: &corev1.SecretVolumeSourceArgs{SecretName: secretName},
-		}},
-		Containers: corev1.ContainerArray{pod.Main.args(secretName)},
+		Volumes:          pod.volumes(secretName),
+		Containers:       corev1.ContainerArray{pod.Main.args(secretName)},
 	}
 	if len(pod.Init) > 0 {
 		var init corev1.ContainerArray
@@ -167,6 +175,42 @@ func jobName(r Robot, kind, hash string) string {
 	return base + "-" + kind + "-" + hash
 }
 
+// volumes are the pod's views of the Job's Secret: "job", all of it, for the containers
+// without Files, and "job-<container>", only its Files, for each container with them.
+func (p jobPod) volumes(secret pulumi.StringInput) corev1.VolumeArray {
+	var out corev1.VolumeArray
+	all := false
+	for _, c := range append(slices.Clone(p.Init), p.Main) {
+		if c.Files == nil {
+			all = true
+			continue
+		}
+		var items corev1.KeyToPathArray
+		for _, f := range c.Files {
+			items = append(items, corev1.KeyToPathArgs{Key: pulumi.String(f), Path: pulumi.String(f)})
+		}
+		out = append(out, corev1.VolumeArgs{
+			Name:   pulumi.String(c.volume()),
+			Secret: &corev1.SecretVolumeSourceArgs{SecretName: secret, Items: items},
+		})
+	}
+	if all {
+		out = append(corev1.VolumeArray{corev1.VolumeArgs{
+			Name:   pulumi.String("job"),
+			Secret: &corev1.SecretVolumeSourceArgs{SecretName: secret},
+		}}, out...)
+	}
+	return out
+}
+
+// volume names the container's view of the Job's Secret (see jobPod.volumes).
+func (c jobContainer) volume() string {
+	if c.Files == nil {
+		return "job"
+	}
+	return "job-" + c.Name
+}
+
 // args is the container's Kubernetes form, reading SecretEnv from the Job's Secret.
 func (c jobContainer) args(secret pulumi.StringInput) corev1.ContainerArgs {
 	var env corev1.EnvVarArray
@@ -180,7 +224,7 @@ func (c jobContainer) args(secret pulumi.StringInput) corev1.ContainerArgs {
 	out := corev1.ContainerArgs{
 		Name:         pulumi.String(c.Name),
 		Image:        pulumi.String(c.Image),
-		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String("job"), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)}},
+		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(c.volume()), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)}},
 	}
 	if len(env) > 0 {
 		out.Env = env

@@ -9,9 +9,10 @@
 //
 // Names. A robot is known in its namespace by (robotType, robotId), the pair the gateway
 // routes on, so Robot.Name, "<robotType>-<robotId>", is the "{robot}" of the seeds'
-// "{robot}-secret" and "{robot}-config" and prefixes every object of the robot: two robots in
-// a personal tenant's shared namespace can never collide, and the API Service is exactly the
-// one routing.RobotServiceName names. Objects whose data the provider treats as immutable
+// "{robot}-secret" and "{robot}-config" and prefixes every object of the robot: with no '-'
+// allowed in the type the name is unambiguous, two distinct robots in a personal tenant's
+// shared namespace can never collide, and the API Service is exactly the one
+// routing.RobotServiceName names. Objects whose data the provider treats as immutable
 // (Secrets, ConfigMaps, Jobs) end with a hash of their content; see contentName.
 //
 // The package imports the components' kit (components/internal/kit: pull secrets, labels,
@@ -71,7 +72,15 @@ type Robot struct {
 	// content-hash key credential; see contenthash). Components that content-name an object
 	// refuse to run without it.
 	HashKey pulumi.StringInput
+	// Owner is the server stack that runs the robot, written on its API Service as
+	// OwnerAnnotation: before a run, the caller reads it to refuse a second TFRServer whose
+	// robot has the same names in the namespace ("" writes none).
+	Owner string
 }
+
+// OwnerAnnotation on a robot's API Service names the server stack that owns the robot's names
+// in its namespace.
+const OwnerAnnotation = "tfrs.io/owner"
 
 // Validate accepts exactly the robots the gateway can route to (routing.Validate): the names
 // below are then valid DNS labels, label values, bucket names and SQL identifiers.
@@ -82,7 +91,10 @@ func (r Robot) Validate() error {
 	return nil
 }
 
-// Name is "{robot}": "<robotType>-<robotId>", at most 59 characters.
+// Name is "{robot}": "<robotType>-<robotId>", at most 59 characters. It is injective over
+// valid robots: Validate refuses a '-' in the type (routing.Validate), so the first '-' of a
+// name ends the type and chat-bot/1 (refused) cannot take chat/bot-1's names. Every other
+// name of a robot (objects, schema, bucket, vhost, key prefix) is built on it.
 func (r Robot) Name() string { return r.Type + "-" + r.ID }
 
 // SecretBase, ConfigMapBase and ConfzSecretBase name the robot's Secret of spec.secretData,

@@ -438,7 +438,10 @@ func TestDBInit(t *testing.T) {
 	pt.Eq(t, "restart", ps["restartPolicy"], "Never")
 	pt.Eq(t, "no token", ps["automountServiceAccountToken"], false)
 	pt.Eq(t, "pull", ps["imagePullSecrets"], []any{map[string]any{"name": "pull"}})
-	pt.Eq(t, "volume: the Secret of the same name", ps["volumes"], []any{map[string]any{"name": "job", "secret": map[string]any{"secretName": name}}})
+	pt.Eq(t, "volumes: each container's files of the Secret of the same name", ps["volumes"], []any{
+		map[string]any{"name": "job-schema", "secret": map[string]any{"secretName": name, "items": []any{map[string]any{"key": "schema.sql", "path": "schema.sql"}}}},
+		map[string]any{"name": "job-migrate", "secret": map[string]any{"secretName": name, "items": []any{map[string]any{"key": ConfzKey, "path": ConfzKey}}}},
+	})
 	init := pt.At(t, ps, "initContainers", 0).(map[string]any)
 	pt.Eq(t, "psql", init["command"], []any{"psql", "-v", "ON_ERROR_STOP=1", "-f", JobDir + "/schema.sql"})
 	pt.Eq(t, "psql image", init["image"], DefaultPSQLImage)

@@ -84,8 +84,12 @@ func NewAPIWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...pu
 	if err != nil {
 		return nil, err
 	}
+	svcMeta := r.meta(r.APIName(), ComponentAPIWorker)
+	if r.Owner != "" {
+		svcMeta.Annotations = pulumi.StringMap{OwnerAnnotation: pulumi.String(r.Owner)}
+	}
 	svc, err := corev1.NewService(ctx, name+"-service", &corev1.ServiceArgs{
-		Metadata: r.meta(r.APIName(), ComponentAPIWorker),
+		Metadata: svcMeta,
 		Spec: &corev1.ServiceSpecArgs{
 			Selector: pulumi.ToStringMap(r.selector(ComponentAPIWorker)),
 			// "http" tells Istio the protocol, so the AuthorizationPolicy can match headers.

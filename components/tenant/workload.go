@@ -45,6 +45,8 @@ type workload struct {
 	readyPort int
 	// podAnnotations go on the pod template (a config checksum rolls the pods).
 	podAnnotations pulumi.StringMapInput
+	// initContainers run before the container, sidecars beside it (both TFRS's own).
+	initContainers, sidecars corev1.ContainerArray
 }
 
 func (w *workload) validate() error {
@@ -99,9 +101,12 @@ func newDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceName str
 		podMeta.Annotations = w.podAnnotations
 	}
 	spec := &corev1.PodSpecArgs{
-		Containers:       corev1.ContainerArray{c},
+		Containers:       append(corev1.ContainerArray{c}, w.sidecars...),
 		Volumes:          w.volumes,
 		ImagePullSecrets: kit.PullSecrets(w.pullSecret),
+	}
+	if len(w.initContainers) > 0 {
+		spec.InitContainers = w.initContainers
 	}
 	if w.serviceAccount != "" {
 		spec.ServiceAccountName = pulumi.String(w.serviceAccount)

@@ -49,6 +49,10 @@ func StandInCluster(name string) *v1alpha1.TFRCluster {
 	tc.Spec.MinIOOperator.LocalPath = filepath.Join(root, "charts", "minio-operator")
 	tc.Spec.CNPGOperator.LocalPath = filepath.Join(root, "manifests", "cnpg.yaml")
 	tc.Spec.RabbitMQOperator.LocalPath = filepath.Join(root, "manifests", "rabbitmq")
+	// The shared middleware of personal tenants (a personal TFRTenant sets none).
+	charts := filepath.Join(StandIns("tenant"), "charts")
+	tc.Spec.Personal.Middleware.Jaeger.LocalPath = filepath.Join(charts, "jaeger")
+	tc.Spec.Personal.Middleware.Grafana.LocalPath = filepath.Join(charts, "grafana")
 	tc.Default()
 	return tc
 }

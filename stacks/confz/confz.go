@@ -39,8 +39,10 @@ type Postgres struct {
 
 // Redis is the [redis] section.
 type Redis struct {
-	Host     string
-	Port     int
+	Host string
+	Port int
+	// User is the robot's own ACL user of a personal tenant's Redis ("" = the default user).
+	User     string
 	Password string
 	// KeyPrefix separates robots of a personal tenant sharing one Redis ("" = none).
 	KeyPrefix string
@@ -100,6 +102,9 @@ func Generated(c Connections) map[string]any {
 	}
 	if c.Redis.KeyPrefix != "" {
 		redis["key_prefix"] = c.Redis.KeyPrefix
+	}
+	if c.Redis.User != "" {
+		redis["username"] = c.Redis.User
 	}
 	out := map[string]any{
 		"postgresql": pg,

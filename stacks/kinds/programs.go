@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/server"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
@@ -144,6 +145,16 @@ func (k serverPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 	tenant, err := p.Tenant(ctx, t.Parent)
 	if err != nil {
 		return nil, t.parentErr(err)
+	}
+	if r, ok := p.(Robots); ok && tenant.Namespace != "" {
+		robot := server.Robot{Namespace: tenant.Namespace, ID: k.x.Spec.RobotID, Type: k.x.Spec.RobotType}
+		exists, owner, err := r.RobotService(ctx, robot.Namespace, robot.APIName())
+		if err != nil {
+			return nil, fmt.Errorf("spec.robotId: reading the robot's Service %s/%s: %w", robot.Namespace, robot.APIName(), err)
+		}
+		if errs := RobotClaimErrors(robot, t.Stack, exists, owner); len(errs) > 0 {
+			return nil, &InvalidError{Errors: errs}
+		}
 	}
 	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
 		return stacks.Server(stacks.ServerInput{Server: k.x, Tenant: tenant})

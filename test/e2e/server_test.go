@@ -190,7 +190,11 @@ func serverTenant(t *testing.T, cluster, name string, typ v1alpha1.TenantType) *
 		Spec:       v1alpha1.TFRTenantSpec{ClusterRef: cluster, Type: typ},
 	}
 	if typ == v1alpha1.TenantPersonal {
+		// A personal tenant's middleware is the cluster's spec.personal (testenv.StandInCluster).
 		tt.Spec.JobType = "chat"
+		tt.Default()
+		require.Empty(t, tt.Validate())
+		return tt
 	}
 	s := &tt.Spec
 	for _, off := range []**bool{&s.TimescaleDB.Enabled, &s.Jaeger.Enabled, &s.OtelCollector.Enabled, &s.Prometheus.Enabled,

@@ -100,15 +100,12 @@ func TestPersonalTenantsShareMiddleware(t *testing.T) {
 
 	tc, clusterOut := upStandInCluster(ctx, t, eng, cfg)
 
-	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
-	require.NoError(t, err)
 	personal := func(name string) v1alpha1.TFRTenant {
 		p := v1alpha1.TFRTenant{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tfrs-system"},
 			Spec:       v1alpha1.TFRTenantSpec{ClusterRef: tc.Name, Type: v1alpha1.TenantPersonal, JobType: "chat"},
 		}
-		p.Spec.Jaeger.LocalPath = filepath.Join(root, "jaeger")
-		p.Spec.Grafana.LocalPath = filepath.Join(root, "grafana")
+		// The middleware (stand-in charts) is the cluster's spec.personal (testenv.StandInCluster).
 		p.Default()
 		require.Empty(t, p.Validate())
 		return p

@@ -1,0 +1,155 @@
+/*
+Copyright 2026 The TFRS Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// Personal tenants and their shared middleware. The middleware of a job type belongs to the
+// platform admin (TFRCluster.spec.personal), so a personal TFRTenant sets none of it: after
+// defaulting, every TenantMiddleware field of a personal tenant must be its default. The
+// schema cannot say so (the API server applies the defaults before any rule sees the
+// object, so a default and a value the user wrote are the same bytes), which is why the
+// rule is here and every door (the operator, the HTTP API, the CLI, the programs) runs it.
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Default sets the TFRTenant defaults on the middleware.
+func (m *TenantMiddleware) Default() {
+	t := TFRTenant{Spec: TFRTenantSpec{TenantMiddleware: *m}}
+	t.Default()
+	*m = t.Spec.TenantMiddleware
+}
+
+// Default defaults the middleware of every job type.
+func (p *PersonalSpec) Default() {
+	p.Middleware.Default()
+	for jt, m := range p.JobTypes {
+		m.Default()
+		p.JobTypes[jt] = m
+	}
+}
+
+// For is the shared middleware of jobType, defaulted: its jobTypes entry when there is one,
+// else spec.personal.middleware.
+func (p *PersonalSpec) For(jobType string) TenantMiddleware {
+	m, ok := p.JobTypes[jobType]
+	if !ok {
+		m = p.Middleware
+	}
+	m = *m.DeepCopy()
+	m.Default()
+	return m
+}
+
+// Source names, for messages, the field of the cluster that sets jobType's middleware.
+func (p *PersonalSpec) Source(jobType string) string {
+	if _, ok := p.JobTypes[jobType]; ok {
+		return fmt.Sprintf("spec.personal.jobTypes[%s]", jobType)
+	}
+	return "spec.personal.middleware"
+}
+
+// middlewareFields are the JSON names of the TenantMiddleware fields, with their index.
+var middlewareFields = func() []struct {
+	name  string
+	index int
+} {
+	var out []struct {
+		name  string
+		index int
+	}
+	typ := reflect.TypeFor[TenantMiddleware]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		out = append(out, struct {
+			name  string
+			index int
+		}{name, i})
+	}
+	return out
+}()
+
+// personalMiddlewareErrors refuses, in a defaulted personal tenant t, every middleware field
+// that is not its default: spec.<field>: Forbidden, naming where the setting belongs.
+func personalMiddlewareErrors(t *TFRTenant) field.ErrorList {
+	if t.Spec.Type != TenantPersonal {
+		return nil
+	}
+	var def TenantMiddleware
+	def.Default()
+	got, want := reflect.ValueOf(&t.Spec.TenantMiddleware).Elem(), reflect.ValueOf(def)
+	var errs field.ErrorList
+	for _, f := range middlewareFields {
+		if equality.Semantic.DeepEqual(got.Field(f.index).Interface(), want.Field(f.index).Interface()) {
+			continue
+		}
+		errs = append(errs, field.Forbidden(field.NewPath("spec", f.name), fmt.Sprintf(
+			"a personal tenant cannot set shared middleware: the personal tenants of job type %q share it, and the cluster's spec.personal.jobTypes[%s] (or spec.personal.middleware) sets it",
+			t.Spec.JobType, t.Spec.JobType)))
+	}
+	return errs
+}
+
+// validate checks every middleware of the spec (at p: spec.personal) by the TFRTenant rules,
+// with the errors at their place under p, and the job types.
+func (p *PersonalSpec) validate(path *field.Path) field.ErrorList {
+	errs := middlewareErrors(path.Child("middleware"), &p.Middleware)
+	jp := path.Child("jobTypes")
+	if len(p.JobTypes) > MaxPersonalJobTypes {
+		errs = append(errs, field.TooMany(jp, len(p.JobTypes), MaxPersonalJobTypes))
+	}
+	keys := make([]string, 0, len(p.JobTypes))
+	for k := range p.JobTypes {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if len(k) > MaxJobTypeLength || !reDNSLabel.MatchString(k) {
+			errs = append(errs, field.Invalid(jp, k, fmt.Sprintf("jobTypes keys must be job types: DNS-1123 labels of at most %d characters", MaxJobTypeLength)))
+			continue
+		}
+		m := p.JobTypes[k]
+		// At jobTypes.<key>, as the API server names a field of a map entry.
+		errs = append(errs, middlewareErrors(jp.Child(k), &m)...)
+	}
+	return errs
+}
+
+// middlewareErrors are the TFRTenant rules on m, placed at p instead of spec: the rules of a
+// tenant's middleware are written once, in TFRTenant.Validate, and run here on an
+// enterprise tenant that carries m.
+func middlewareErrors(p *field.Path, m *TenantMiddleware) field.ErrorList {
+	t := &TFRTenant{Spec: TFRTenantSpec{ClusterRef: "personal", Type: TenantEnterprise, TenantMiddleware: *m.DeepCopy()}}
+	t.Name = "personal"
+	var errs field.ErrorList
+	for _, e := range t.Validate() {
+		rest, ok := strings.CutPrefix(e.Field, "spec.")
+		if !ok {
+			continue // not the middleware's: the stand-in's own name and spec are valid
+		}
+		moved := *e
+		moved.Field = p.String() + "." + rest
+		errs = append(errs, &moved)
+	}
+	return errs
+}

@@ -1,0 +1,39 @@
+/*
+Copyright 2026 The TFRS Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// MaxPersonalJobTypes bounds TFRCluster.spec.personal.jobTypes.
+const MaxPersonalJobTypes = 12
+
+// PersonalSpec is the middleware the personal tenants of a cluster share, one set per job
+// type (namespace "personal-<jobType>", stack "tenant.personal-<jobType>._shared"). It is the
+// platform admin's: the shared stack of a job type takes its settings from here, never from a
+// personal TFRTenant, so no personal tenant can change the middleware another one uses.
+type PersonalSpec struct {
+	// Middleware is the shared middleware of every job type that jobTypes does not list.
+	// +kubebuilder:default={}
+	// +optional
+	Middleware TenantMiddleware `json:"middleware,omitempty"`
+
+	// JobTypes gives a job type its own shared middleware, which replaces spec.personal.middleware
+	// as a whole for that job type (unset fields take the TFRTenant defaults, not middleware's).
+	// Keys are job types.
+	// +kubebuilder:validation:MaxProperties=12
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 54 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="jobTypes keys must be job types: DNS-1123 labels of at most 54 characters"
+	// +optional
+	JobTypes map[string]TenantMiddleware `json:"jobTypes,omitempty"`
+}

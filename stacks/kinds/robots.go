@@ -1,0 +1,36 @@
+package kinds
+
+// Robot names are unique per namespace. A robot's names ("<robotType>-<robotId>…", see
+// components/server) are the same for every TFRServer with its robotType and robotId, so a
+// second TFRServer of the same robot in the namespace (another metadata.name, another stack)
+// would take over the first one's objects. The server stack marks the robot's API Service
+// with its stack name (server.OwnerAnnotation); before a server's programs run, a Parents
+// that also implements Robots (the runner's) reads that Service, and a robot whose Service
+// another stack owns is refused at spec.robotId, before anything changes.
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tfrs-io/tfrs-operator/components/server"
+)
+
+// Robots reads a robot's API Service in its namespace: whether it exists and the stack its
+// server.OwnerAnnotation names ("" without one).
+type Robots interface {
+	RobotService(ctx context.Context, namespace, name string) (exists bool, owner string, err error)
+}
+
+// RobotClaimErrors refuses the robot r for stack when its API Service exists and belongs to
+// another stack. A Service without the annotation (a robot made before it existed) is left to
+// its stack: the next up writes the annotation.
+func RobotClaimErrors(r server.Robot, stack string, exists bool, owner string) field.ErrorList {
+	if !exists || owner == "" || owner == stack {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "robotId"), fmt.Sprintf(
+		"robot %s/%s is %q in namespace %s, which belongs to server stack %s: another TFRServer runs this robot; pick another robotId",
+		r.Type, r.ID, r.Name(), r.Namespace, owner))}
+}
