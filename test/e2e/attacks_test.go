@@ -19,6 +19,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -92,7 +93,37 @@ func tenantAttacks() []attack {
 	for i, v := range values {
 		atks = append(atks, attack{v.want, hostileTenant(fmt.Sprintf("atk-values-%d", i), withValues(v.chart, v.values)), v.want})
 	}
-	return atks
+	// A personal tenant may not drive the middleware every personal tenant of its job type
+	// shares (the cluster's spec.personal does).
+	personal := func(name string, edit func(*v1alpha1.TFRTenant)) *v1alpha1.TFRTenant {
+		x := &v1alpha1.TFRTenant{TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: string(v1alpha1.KindTFRTenant)},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: demo.Namespace},
+			Spec:       v1alpha1.TFRTenantSpec{ClusterRef: demo.ClusterName, Type: v1alpha1.TenantPersonal, JobType: "chat"}}
+		x.Default()
+		edit(x)
+		return x
+	}
+	atks = append(atks,
+		attack{"personal tenant sets shared Redis", personal("atk-personal-redis", func(x *v1alpha1.TFRTenant) { x.Spec.Redis.Image = "evil.example.com/redis:7" }), "spec.redis"},
+		attack{"personal tenant sets shared PostgreSQL", personal("atk-personal-pg", func(x *v1alpha1.TFRTenant) { x.Spec.PostgreSQL.Instances = ptr.To[int32](9) }), "spec.postgresql"},
+	)
+	// Robots: a type whose name would collide with another robot's, and a second server of
+	// the victim's robot.
+	dash := victimServer("atk-robot-dash", "1")
+	dash.Spec.RobotType = "chat-bot"
+	twin := victimServer("atk-robot-twin", victimRobotID)
+	return append(atks, attack{"robotType with a dash", dash, "spec.robotType"}, attack{"second server of a robot", twin, "spec.robotId"})
+}
+
+// victimRobotID is the robot of the victim tenant's server.
+const victimRobotID = "1"
+
+// victimServer is a server of the victim tenant.
+func victimServer(name, robotID string) *v1alpha1.TFRServer {
+	s := robotServer(name, robotID)
+	s.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: string(v1alpha1.KindTFRServer)}
+	s.Namespace, s.Spec.TenantRef = demo.Namespace, "victim"
+	return s
 }
 
 // cluster is what an attack may not change, as the API server has it: every namespace with
@@ -286,9 +317,16 @@ func TestIsolationAttacks(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cs.CoreV1().ConfigMaps("payments").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger"}, Data: map[string]string{"balance": "100"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	// The victim tenant and its robot are custom resources, so every door's attack finds its
+	// parent (the operator waits for a parent CR; the API and the CLI read its stack).
 	victim := testenv.Lean(testenv.StandInTenant(demo.Namespace, "victim", demo.ClusterName))
-	victimFile := writeObject(t, victim)
-	runTFRS(ctx, t, bin, env, "up", "-f", victimFile)
+	for _, obj := range []v1alpha1.Object{victim, victimServer("victim-bot", victimRobotID)} {
+		y, err := yaml.Marshal(obj)
+		require.NoError(t, err)
+		require.NoError(t, story.KubectlIn(ctx, string(y), "apply", "-f", "-"))
+		kind := strings.ToLower(string(obj.KindName()))
+		kubectlRun(ctx, t, env, "wait", "--for=condition=Ready", kind+"/"+obj.GetName(), "-n", demo.Namespace, "--timeout=8m")
+	}
 	// A tenant never comes without its NetworkPolicies (the applier cannot remove them:
 	// TestLeastPrivilege).
 	for _, np := range []string{tenant.NetworkPolicyDefaultDeny, tenant.NetworkPolicyAllowTenant} {
