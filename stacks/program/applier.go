@@ -16,31 +16,52 @@ import (
 
 // Least privilege in the API server (components/tenant/applier.go has the model). The runner
 // sets these on tenant and server stacks: the default provider's kubeconfig impersonates the
-// namespace's applier, ConfigApplier names it, and ConfigProvisionerKubeconfig is the
-// operator's own kubeconfig for the one explicit provider that creates the namespace and the
-// applier. Without ConfigApplier (rendering, a program run outside the runner) the default
-// provider does everything, as it did before the applier existed.
+// namespace's applier and ConfigApplier names it. The one explicit provider that creates the
+// namespace and the applier, the provisioner, uses the same kubeconfig without the
+// impersonation: the runner's own identity, with no second copy of the credential in the
+// stack's config (and no second `config set --secret` process). Without ConfigApplier
+// (rendering, a program run outside the runner) the default provider does everything, as it
+// did before the applier existed.
 const (
-	ConfigApplier               = "tfrs:applier"
-	ConfigProvisionerKubeconfig = "tfrs:provisionerKubeconfig"
-	ConfigKubeconfig            = "kubernetes:kubeconfig"
-	ConfigKubeContext           = "kubernetes:context"
+	ConfigApplier     = "tfrs:applier"
+	ConfigKubeconfig  = "kubernetes:kubeconfig"
+	ConfigKubeContext = "kubernetes:context"
 )
 
 // Applying reports whether the stack applies as its namespace's applier.
 func Applying(ctx *pulumi.Context) bool { return config.Get(ctx, ConfigApplier) != "" }
 
-// Provisioner registers the explicit provider with the operator's own identity (its
-// kubeconfig, or the ambient one when the runner passed none).
+// Provisioner registers the explicit provider with the runner's own identity: the applier's
+// kubeconfig without its impersonation (or the ambient one when there is none).
 func Provisioner(ctx *pulumi.Context) (pulumi.ProviderResource, error) {
 	args := &kubernetes.ProviderArgs{}
-	if kc := config.Get(ctx, ConfigProvisionerKubeconfig); kc != "" {
-		args.Kubeconfig = pulumi.ToSecret(pulumi.String(kc)).(pulumi.StringOutput)
+	if kc := config.Get(ctx, ConfigKubeconfig); kc != "" {
+		own, err := WithoutImpersonation(kc)
+		if err != nil {
+			return nil, err
+		}
+		args.Kubeconfig = pulumi.ToSecret(pulumi.String(own)).(pulumi.StringOutput)
 	}
 	if c := config.Get(ctx, ConfigKubeContext); c != "" {
 		args.Context = pulumi.String(c)
 	}
 	return kubernetes.NewProvider(ctx, "provisioner", args)
+}
+
+// WithoutImpersonation is kubeconfig with every user acting as itself.
+func WithoutImpersonation(kubeconfig string) (string, error) {
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate, a.ImpersonateUID, a.ImpersonateGroups, a.ImpersonateUserExtra = "", "", nil, nil
+	}
+	b, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return string(b), nil
 }
 
 // ApplierReady waits until the API server authorizes the applier of namespace to apply there:

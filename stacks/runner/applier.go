@@ -22,29 +22,28 @@ import (
 // the way the provider finds it: the contents given, else $KUBECONFIG / ~/.kube/config, else
 // the in-cluster ServiceAccount (by file, so rotated tokens are read again). Nil when there is
 // none: then there is no identity to narrow either, and the provider fails on its own.
-// explicit says the contents came from Options.Kubeconfig.
-func baseKubeconfig(kubeconfig string) (cfg *clientcmdapi.Config, explicit bool, err error) {
+func baseKubeconfig(kubeconfig string) (*clientcmdapi.Config, error) {
 	if kubeconfig != "" {
 		cfg, err := clientcmd.Load([]byte(kubeconfig))
 		if err != nil {
-			return nil, false, fmt.Errorf("kubeconfig: %w", err)
+			return nil, fmt.Errorf("kubeconfig: %w", err)
 		}
-		return cfg, true, nil
+		return cfg, nil
 	}
 	if cfg, err := clientcmd.NewDefaultClientConfigLoadingRules().Load(); err == nil && len(cfg.Contexts) > 0 {
-		return cfg, false, nil
+		return cfg, nil
 	}
 	rc, err := rest.InClusterConfig()
 	if err != nil {
-		return nil, false, nil
+		return nil, nil
 	}
 	const name = "in-cluster"
-	cfg = clientcmdapi.NewConfig()
+	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthority: rc.TLSClientConfig.CAFile}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{TokenFile: rc.BearerTokenFile}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	cfg.CurrentContext = name
-	return cfg, false, nil
+	return cfg, nil
 }
 
 // impersonating is base narrowed to its current (or kubeContext's) context, whose user acts
@@ -87,7 +86,7 @@ func (r *Runner) config(ns string) (map[string]engine.ConfigValue, error) {
 	if ns == "" {
 		return cfg, nil
 	}
-	r.baseOnce.Do(func() { r.base, r.baseExplicit, r.baseErr = baseKubeconfig(r.opts.Kubeconfig) })
+	r.baseOnce.Do(func() { r.base, r.baseErr = baseKubeconfig(r.opts.Kubeconfig) })
 	if r.baseErr != nil || r.base == nil {
 		return cfg, r.baseErr
 	}
@@ -97,8 +96,5 @@ func (r *Runner) config(ns string) (map[string]engine.ConfigValue, error) {
 	}
 	cfg[ConfigKubeconfig] = engine.ConfigValue{Value: applier, Secret: true}
 	cfg[program.ConfigApplier] = engine.ConfigValue{Value: tenantc.ApplierName}
-	if r.baseExplicit {
-		cfg[program.ConfigProvisionerKubeconfig] = engine.ConfigValue{Value: r.opts.Kubeconfig, Secret: true}
-	}
 	return cfg, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -53,8 +52,7 @@ func TestApplierConfig(t *testing.T) {
 	require.NoError(t, err)
 	cfg := f.Request("up tenant.team.acme").Config
 	assert.Equal(t, "tfrs-applier", cfg[program.ConfigApplier].Value)
-	assert.Equal(t, engine.ConfigValue{Value: testKubeconfig, Secret: true}, cfg[program.ConfigProvisionerKubeconfig],
-		"the namespace and the applier itself are created with the runner's identity")
+	assert.Len(t, cfg, 3, "kubeconfig, context and applier: one secret value")
 	assert.Equal(t, "dev", cfg[ConfigKubeContext].Value)
 	require.True(t, cfg[ConfigKubeconfig].Secret)
 
@@ -68,6 +66,14 @@ func TestApplierConfig(t *testing.T) {
 	user := applier.AuthInfos[applier.Contexts["dev"].AuthInfo]
 	assert.Equal(t, "system:serviceaccount:acme-prod:tfrs-applier", user.Impersonate, "the tenant's target namespace")
 	assert.Equal(t, "admin-token", user.Token, "authenticated as the runner, acting as the applier")
+
+	// The provisioner (the namespace and the applier itself) is the runner's own identity.
+	own, err := program.WithoutImpersonation(cfg[ConfigKubeconfig].Value)
+	require.NoError(t, err)
+	prov, err := clientcmd.Load([]byte(own))
+	require.NoError(t, err)
+	assert.Empty(t, prov.AuthInfos["admin"].Impersonate)
+	assert.Equal(t, base.Clusters["dev"], prov.Clusters["dev"])
 
 	// A server applies as the applier of its tenant's namespace (read from the tenant stack).
 	f.put("tenant.team.acme", true, nil)

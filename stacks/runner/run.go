@@ -79,10 +79,9 @@ type Runner struct {
 	kube     *kubeNamespaces
 	kubeErr  error
 
-	baseOnce     sync.Once // the kubeconfig appliers are derived from (applier.go), found on first use
-	base         *clientcmdapi.Config
-	baseExplicit bool
-	baseErr      error
+	baseOnce sync.Once // the kubeconfig appliers are derived from (applier.go), found on first use
+	base     *clientcmdapi.Config
+	baseErr  error
 }
 
 // New returns a Runner over eng.
