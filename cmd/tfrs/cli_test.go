@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // invocation is what one in-process run of the CLI did.
@@ -313,4 +314,16 @@ func TestLogFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, h.Enabled(t.Context(), -4), "debug is below warn")
 	require.True(t, h.Enabled(t.Context(), 8), "error is above warn")
+}
+
+// Progress is coloured only through the palette: plain when colour is off, the stack bold and
+// a failure red when on; without --progress nothing is printed on a non-terminal.
+func TestProgressColour(t *testing.T) {
+	failed := engine.Event{Kind: engine.EventStepFailed, Stack: "cluster.dev", Type: "tfrs:cluster:Istio", URN: "urn:x"}
+	var plain, coloured strings.Builder
+	progressSink(&plain, true, palette{})(failed)
+	require.Equal(t, "[cluster.dev] failed: tfrs:cluster:Istio urn:x\n", plain.String())
+	progressSink(&coloured, true, palette{on: true})(failed)
+	require.Equal(t, "\x1b[1m[cluster.dev]\x1b[0m \x1b[31mfailed: tfrs:cluster:Istio urn:x\x1b[0m\n", coloured.String())
+	require.Nil(t, progressSink(&plain, false, palette{on: true}), "not a terminal, not forced")
 }
