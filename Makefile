@@ -16,8 +16,13 @@ PKGS ?= ./...
 
 .PHONY: build tools generate manifests verify-generated test unit fmt vet lint bench demo smoke e2e clean-tools
 
+# What `tfrs version` prints; override with `make build VERSION=v1.2.3`.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -X main.tfrsVersion=$(VERSION) -X main.tfrsCommit=$(COMMIT)
+
 build: ## the tfrs binary
-	go build -o bin/tfrs ./cmd/tfrs
+	go build -ldflags "$(LDFLAGS)" -o bin/tfrs ./cmd/tfrs
 
 tools: ## Pulumi CLI + Kubernetes provider, etcd, kube-*, kwok, versitygw, controller-gen (cached)
 	bash hack/tools/build.sh >/dev/null

@@ -10,32 +10,38 @@ import (
 // The renderings of a Graph that `tfrs graph` prints and preview comments embed. An edge
 // From → To means To waits for From, the direction the seeds draw.
 
-// graphJSON is the documented JSON shape:
+// GraphDocument is the documented JSON shape of a graph:
 // {"nodes":[{"id":"cert-manager","type":"tfrs:cluster:CertManager"}…],"edges":[{"from":"cert-manager","to":"istio"}…]}
-type graphJSON struct {
-	Nodes   []graphJSONNode `json:"nodes"`
-	Edges   []GraphEdge     `json:"edges"`
-	Skipped []GraphSkip     `json:"skipped,omitempty"`
+type GraphDocument struct {
+	Nodes   []GraphDocumentNode `json:"nodes"`
+	Edges   []GraphEdge         `json:"edges"`
+	Skipped []GraphSkip         `json:"skipped,omitempty"`
 }
 
-type graphJSONNode struct {
+// GraphDocumentNode is a node of a GraphDocument.
+type GraphDocumentNode struct {
 	ID     string `json:"id"`
 	Type   string `json:"type"`
 	Status string `json:"status,omitempty"`
 }
 
-// WriteJSON writes the graph as JSON; status (optional) adds each node's live state.
-func (g *Graph) WriteJSON(w io.Writer, status map[string]string) error {
-	out := graphJSON{Nodes: []graphJSONNode{}, Edges: g.Edges(), Skipped: g.Skipped}
+// Document is the graph's JSON document; status (optional) adds each node's live state.
+func (g *Graph) Document(status map[string]string) GraphDocument {
+	out := GraphDocument{Nodes: []GraphDocumentNode{}, Edges: g.Edges(), Skipped: g.Skipped}
 	if out.Edges == nil {
 		out.Edges = []GraphEdge{}
 	}
 	for _, n := range g.Nodes {
-		out.Nodes = append(out.Nodes, graphJSONNode{ID: n.ID, Type: n.Type, Status: status[n.ID]})
+		out.Nodes = append(out.Nodes, GraphDocumentNode{ID: n.ID, Type: n.Type, Status: status[n.ID]})
 	}
+	return out
+}
+
+// WriteJSON writes the graph's Document, indented.
+func (g *Graph) WriteJSON(w io.Writer, status map[string]string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return enc.Encode(g.Document(status))
 }
 
 // WriteMermaid writes a Mermaid flowchart. Nodes in highlight (e.g. changed by a preview) get
@@ -65,23 +71,37 @@ func (g *Graph) WriteMermaid(w io.Writer, highlight map[string]bool, status map[
 	return err
 }
 
-// WriteDOT writes a Graphviz digraph.
-func (g *Graph) WriteDOT(w io.Writer, status map[string]string) error {
+// WriteDOT writes a Graphviz digraph named name ("tfrs" when empty) with the title label
+// (none when empty). Node labels are the id, the type and the status on separate lines.
+func (g *Graph) WriteDOT(w io.Writer, name, label string, status map[string]string) error {
+	if name == "" {
+		name = "tfrs"
+	}
 	var b strings.Builder
-	b.WriteString("digraph tfrs {\n  rankdir=TB;\n  node [shape=box];\n")
+	fmt.Fprintf(&b, "digraph %s {\n", dotQuote(name))
+	if label != "" {
+		fmt.Fprintf(&b, "  label=%s;\n  labelloc=t;\n", dotQuote(label))
+	}
+	b.WriteString("  rankdir=TB;\n  node [shape=box];\n")
 	for _, n := range g.Nodes {
-		label := n.ID + `\n` + n.Type
+		lines := []string{n.ID, n.Type}
 		if s := status[n.ID]; s != "" {
-			label += `\n` + s
+			lines = append(lines, s)
 		}
-		fmt.Fprintf(&b, "  %q [label=%q];\n", n.ID, label)
+		fmt.Fprintf(&b, "  %s [label=%s];\n", dotQuote(n.ID), dotQuote(strings.Join(lines, "\n")))
 	}
 	for _, e := range g.Edges() {
-		fmt.Fprintf(&b, "  %q -> %q;\n", e.From, e.To)
+		fmt.Fprintf(&b, "  %s -> %s;\n", dotQuote(e.From), dotQuote(e.To))
 	}
 	b.WriteString("}\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// dotQuote is s as a DOT quoted string: quotes and backslashes escaped, a newline as DOT's
+// \n line break (Go's %q would double the backslash, which Graphviz prints literally).
+func dotQuote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
 }
 
 // mermaidID makes an id Mermaid accepts as a node name (it dislikes "-" in some positions).

@@ -32,6 +32,8 @@ func TestGraphRenderingsFromTheProgram(t *testing.T) {
 	require.Contains(t, mm.String(), "class gateway changed")
 
 	var dot bytes.Buffer
-	require.NoError(t, g.WriteDOT(&dot, nil))
+	require.NoError(t, g.WriteDOT(&dot, "cluster.dev", `TFRCluster "dev"`, map[string]string{ClusterIstio: "ready"}))
 	require.Contains(t, dot.String(), `"istio" -> "istio-telemetry";`)
+	require.True(t, strings.HasPrefix(dot.String(), "digraph \"cluster.dev\" {\n  label=\"TFRCluster \\\"dev\\\"\";\n"), dot.String())
+	require.Contains(t, dot.String(), `"istio" [label="istio\ntfrs:cluster:Istio\nready"];`, "one backslash: DOT's line break")
 }

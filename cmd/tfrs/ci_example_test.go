@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // The CI example calls `tfrs preview` with flags that exist, so it does not rot when a flag is
@@ -19,10 +16,10 @@ func TestCIExampleUsesRealFlags(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "ci", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	fs := flag.NewFlagSet("preview", flag.ContinueOnError)
-	var f stackCmdFlags
-	f.bind(fs, engine.OpPreview)
-	flagRE := regexp.MustCompile(`(?:^|\s)--?([a-z][a-z-]*)`)
+	preview, _, err := newApp().root.Find([]string{"preview"})
+	require.NoError(t, err)
+	fs := preview.Flags()
+	flagRE := regexp.MustCompile(`(?:^|\s)(--?)([a-z][a-z-]*)`)
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		require.NoError(t, err)
@@ -34,7 +31,11 @@ func TestCIExampleUsesRealFlags(t *testing.T) {
 		call = call[:strings.Index(call, ">")]
 		found := 0
 		for _, m := range flagRE.FindAllStringSubmatch(call, -1) {
-			require.NotNil(t, fs.Lookup(m[1]), "%s uses unknown flag -%s", file, m[1])
+			if m[1] == "-" {
+				require.NotNil(t, fs.ShorthandLookup(m[2]), "%s uses unknown flag -%s", file, m[2])
+			} else {
+				require.NotNil(t, fs.Lookup(m[2]), "%s uses unknown flag --%s", file, m[2])
+			}
 			found++
 		}
 		require.GreaterOrEqual(t, found, 5, "the flags of %q were found", call)

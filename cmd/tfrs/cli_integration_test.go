@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,15 +65,15 @@ func TestCLIPreviewShowsExactlyTheEdit(t *testing.T) {
 	// graph --status reads each component's live state from the stacks: all up to date.
 	code, out = runCaptured(t, cmd("graph", "-f", edited, "-o", "json", "--status")...)
 	require.Equal(t, 0, code, out)
-	dec := json.NewDecoder(strings.NewReader(out))
-	for range 2 { // the cluster's graph, then the tenant's
-		var g struct {
-			Nodes []struct {
-				ID, Status string
-				External   bool
-			}
+	var graphs []struct {
+		Nodes []struct {
+			ID, Status string
+			External   bool
 		}
-		require.NoError(t, dec.Decode(&g))
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &graphs), out)
+	require.Len(t, graphs, 2, "the cluster's graph, then the tenant's")
+	for _, g := range graphs {
 		for _, n := range g.Nodes {
 			if n.ID != "rabbitmq-operator-ready" { // the tenant's external gate: another stack's
 				require.Equal(t, diff.StateUpToDate, n.Status, "component %s", n.ID)

@@ -3,43 +3,83 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/internal/demo"
 	"github.com/tfrs-io/tfrs-operator/internal/devenv"
 )
 
-func init() {
-	register("dev", "run everything on this machine: a local control plane with the CRDs, the operator and the HTTP API over file:// state (--demo tells the whole story)", runDev)
+// devFlags are `tfrs dev`'s flags.
+type devFlags struct {
+	dir, listen, root    string
+	smoke, runDemo, stay bool
+	log                  logFlags
 }
 
-func runDev(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
-	dir := fs.String("dir", defaultDevDir(), "directory for the control plane, the state, the passphrase, the API token and logs")
-	listen := fs.String("listen", "127.0.0.1:8480", "address of the HTTP API")
-	smoke := fs.Bool("smoke", false, "only start the control plane and run the smoke flow (Namespace + Deployment up, no-op up, destroy), then stop")
-	runDemo := fs.Bool("demo", false, "drive the demo story (kubectl, HTTP and CLI with the examples), then stop")
-	stay := fs.Bool("stay", false, "with --demo: keep running afterwards until Ctrl-C")
-	root := fs.String("root", ".", "with --demo: the repository checkout holding examples/ and stacks/testdata/")
-	if err := fs.Parse(args); err != nil {
+func newDevCmd() *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev [--demo [--stay]] [--smoke] [flags]",
+		Short: "Run everything on this machine: a local control plane with the CRDs, the operator and the HTTP API",
+		Long: `Dev starts a local control plane (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler, kwok) with the CRDs, and runs the operator and the HTTP API against it in this
+process over file:// state under --dir, until Ctrl-C. It prints the kubeconfig, the API URL and
+where its token is; source <dir>/env.sh points kubectl, tfrs and curl at it. The operator's and
+the API's logs go to <dir>/tfrs.log in --log-format.
+
+--demo tells the whole story with the repository's examples (kubectl, HTTP and the CLI), then
+stops; --smoke runs only the smallest check (a control plane and one tiny program).`,
+		Example: `  tfrs dev
+  tfrs dev --demo --root .
+  tfrs dev --smoke`,
+		GroupID: groupServers,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDev(cmd.Context(), cmd, &f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.dir, "dir", defaultDevDir(), "directory for the control plane, the state, the passphrase, the API token and logs")
+	_ = cmd.MarkFlagDirname("dir")
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8480", "address of the HTTP API")
+	fs.BoolVar(&f.smoke, "smoke", false, "only start the control plane and run the smoke flow (Namespace + Deployment up, no-op up, destroy), then stop")
+	fs.BoolVar(&f.runDemo, "demo", false, "drive the demo story (kubectl, HTTP and CLI with the examples), then stop")
+	fs.BoolVar(&f.stay, "stay", false, "with --demo: keep running afterwards until Ctrl-C")
+	fs.StringVar(&f.root, "root", ".", "with --demo: the repository checkout holding examples/ and stacks/testdata/")
+	_ = cmd.MarkFlagDirname("root")
+	f.log.bind(fs)
+	return cmd
+}
+
+func runDev(ctx context.Context, cmd *cobra.Command, f *devFlags) error {
+	if _, err := f.log.handler(cmd.Flags(), io.Discard); err != nil {
 		return err
 	}
-	if *smoke {
-		return runSmokeOnly(ctx, *dir)
+	if f.smoke {
+		return runSmokeOnly(ctx, f.dir)
 	}
-	if *runDemo {
-		if _, err := os.Stat(filepath.Join(*root, "examples", "dev", "cluster.yaml")); err != nil {
+	if f.stay && !f.runDemo {
+		return fmt.Errorf("%w: --stay goes with --demo", errUsage)
+	}
+	if f.runDemo {
+		if _, err := os.Stat(filepath.Join(f.root, "examples", "dev", "cluster.yaml")); err != nil {
 			return fmt.Errorf("%w: --demo needs the repository checkout (--root): %v", errUsage, err)
 		}
 	}
 	start := time.Now()
 	fmt.Fprintln(os.Stderr, "starting the local control plane, the operator and the HTTP API …")
-	env, err := devenv.Start(ctx, devenv.Options{Dir: *dir, Listen: *listen})
+	env, err := devenv.Start(ctx, devenv.Options{Dir: f.dir, Listen: f.listen, LogHandler: func(w io.Writer) slog.Handler {
+		h, _ := f.log.handler(cmd.Flags(), w) // checked above
+		return h
+	}})
 	if err != nil {
 		return err
 	}
@@ -55,12 +95,12 @@ func runDev(ctx context.Context, args []string) error {
 	fmt.Printf("state:      %s (passphrase in %s)\n", env.Engine.BackendURL(), env.PassphraseFile)
 	fmt.Printf("logs:       %s\n", filepath.Join(env.Dir, "tfrs.log"))
 	fmt.Printf("shell:      source %s\n", env.EnvFile)
-	if *runDemo {
+	if f.runDemo {
 		self, err := os.Executable()
 		if err != nil {
 			return err
 		}
-		abs, err := filepath.Abs(*root)
+		abs, err := filepath.Abs(f.root)
 		if err != nil {
 			return err
 		}
@@ -69,7 +109,7 @@ func runDev(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("\ndemo finished in %s\n", time.Since(start).Round(time.Second))
-		if !*stay {
+		if !f.stay {
 			return nil
 		}
 	}

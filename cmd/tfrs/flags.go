@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
@@ -22,7 +25,7 @@ type stackFlags struct {
 	kubeconfig, kubeContext                            string
 }
 
-func (f *stackFlags) bind(fs *flag.FlagSet) {
+func (f *stackFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.backend, "backend", os.Getenv("TFRS_BACKEND"), "Pulumi state backend URL: file:///dir or s3://bucket?endpoint=…&s3ForcePathStyle=true (env TFRS_BACKEND; default file://<state-dir>/backend)")
 	fs.StringVar(&f.stateDir, "state-dir", os.Getenv("TFRS_STATE_DIR"), "directory for the default file backend, PULUMI_HOME and workspaces (env TFRS_STATE_DIR; default $XDG_STATE_HOME/tfrs or ~/.tfrs/state)")
 	fs.StringVar(&f.secretsProvider, "secrets-provider", os.Getenv("TFRS_SECRETS_PROVIDER"), "Pulumi secrets provider URL (env TFRS_SECRETS_PROVIDER; default passphrase, read from TFRS_PASSPHRASE or TFRS_PASSPHRASE_FILE)")
@@ -75,4 +78,38 @@ func (f *stackFlags) runner(ctx context.Context) (*engine.Engine, *runner.Runner
 		return nil, nil, err
 	}
 	return eng, runner.New(eng, opts), nil
+}
+
+// logFlags are the logging flags every long-running command (serve, operator, dev) shares.
+type logFlags struct {
+	format, level string
+	jsonLogs      bool // deprecated alias of --log-format json (the operator's old flag)
+}
+
+func (f *logFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.format, "log-format", envOr("TFRS_LOG_FORMAT", "text"), "log format: text or json (env TFRS_LOG_FORMAT)")
+	fs.StringVar(&f.level, "log-level", envOr("TFRS_LOG_LEVEL", "info"), "lowest level logged: debug, info, warn or error (env TFRS_LOG_LEVEL)")
+	fs.BoolVar(&f.jsonLogs, "json-logs", os.Getenv("TFRS_JSON_LOGS") == "true", "log JSON lines (env TFRS_JSON_LOGS=true)")
+	_ = fs.MarkDeprecated("json-logs", "use --log-format json")
+}
+
+// handler is the slog handler the flags describe, writing to w. --json-logs (or
+// TFRS_JSON_LOGS=true) means json unless --log-format was given.
+func (f *logFlags) handler(fs *pflag.FlagSet, w io.Writer) (slog.Handler, error) {
+	format := f.format
+	if f.jsonLogs && !fs.Changed("log-format") {
+		format = "json"
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level must be debug, info, warn or error, not %q", errUsage, f.level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "text":
+		return slog.NewTextHandler(w, opts), nil
+	case "json":
+		return slog.NewJSONHandler(w, opts), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format must be text or json, not %q", errUsage, format)
 }

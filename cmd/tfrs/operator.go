@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -17,10 +16,6 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/operator"
 )
-
-func init() {
-	register("operator", "run the Kubernetes operator: reconcile TFRCluster, TFRTenant and TFRServer resources through their Pulumi stacks", runOperator)
-}
 
 // operatorFlags are the manager's own flags; the stack flags (backend, secrets, parallel,
 // kubeconfig) are the ones every stack command shares.
@@ -31,13 +26,28 @@ type operatorFlags struct {
 	leaderElectionNamespace string
 	maxConcurrentReconciles int
 	resync                  time.Duration
-	jsonLogs                bool
+	log                     logFlags
 	sources                 sourceFlags
 }
 
-func runOperator(ctx context.Context, args []string) error {
+func newOperatorCmd() *cobra.Command {
 	var f operatorFlags
-	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	cmd := &cobra.Command{
+		Use:   "operator [flags]",
+		Short: "Run the Kubernetes operator: reconcile TFRCluster, TFRTenant and TFRServer through their Pulumi stacks",
+		Long: `Operator runs a controller-runtime manager that reconciles TFRCluster, TFRTenant and
+TFRServer resources through their Pulumi stacks, with the same runner, engine and state as
+the HTTP API and the CLI. It reaches the API server through --kubeconfig (and --context), else
+the in-cluster service account, else ~/.kube/config.`,
+		Example: `  tfrs operator --kubeconfig ~/.kube/config --state-dir ~/.tfrs/state --passphrase-file pass.txt
+  tfrs operator --leader-elect --leader-election-namespace tfrs-system --log-format json`,
+		GroupID: groupServers,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runOperator(cmd.Context(), cmd, &f)
+		},
+	}
+	fs := cmd.Flags()
 	f.stack.bind(fs)
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" turns it off)`)
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
@@ -46,17 +56,14 @@ func runOperator(ctx context.Context, args []string) error {
 	fs.IntVar(&f.maxConcurrentReconciles, "max-concurrent-reconciles", 2, "reconciles at once per kind (short: operations run in the background, bounded by --parallel)")
 	fs.DurationVar(&f.resync, "resync-period", 10*time.Minute, "how often an unchanged object is looked at again (runs nothing unless a parent changed or a drift check is due)")
 	f.sources.bind(fs, "operator")
-	fs.BoolVar(&f.jsonLogs, "json-logs", os.Getenv("TFRS_JSON_LOGS") == "true", "log JSON lines instead of text")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %v", errUsage, fs.Args())
-	}
+	f.log.bind(fs)
+	return cmd
+}
 
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, nil)
-	if f.jsonLogs {
-		h = slog.NewJSONHandler(os.Stderr, nil)
+func runOperator(ctx context.Context, cmd *cobra.Command, f *operatorFlags) error {
+	h, err := f.log.handler(cmd.Flags(), os.Stderr)
+	if err != nil {
+		return err
 	}
 	crlog.SetLogger(logr.FromSlogHandler(h))
 

@@ -5,12 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
@@ -18,10 +20,6 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
-
-func init() {
-	register("render", "write the Kubernetes manifests of the CRs in -f FILE… into -o DIR/<stack>/, without a cluster (for GitOps and review)", runRender)
-}
 
 // `tfrs render` runs every object's real program through the engine with the Kubernetes
 // provider in render-to-directory mode (kubernetes:renderYamlToDirectory): the provider writes
@@ -34,35 +32,63 @@ func init() {
 // image mirror; the RabbitMQ operator counts as ready; no pull Secret, so no registry
 // credentials end up in the files), a server from the rendered tenant stack.
 
-func runRender(ctx context.Context, args []string) error {
-	fset := flag.NewFlagSet("render", flag.ContinueOnError)
-	var files fileList
-	fset.Var(&files, "f", "file with one or more TFRS CRs (the YAML kubectl apply takes); repeatable")
-	out := fset.String("o", "", "output directory; each stack renders into DIR/<stack>/ (replaced)")
-	omitSecrets := fset.Bool("omit-secrets", false, "delete the rendered Secret manifests (they hold freshly generated credentials in plain text)")
-	progress := fset.Bool("progress", false, "print progress on stderr even when it is not a terminal")
-	kubeVersion := fset.String("kube-version", defaultKubeVersion, "the Kubernetes version charts render for (a chart's kubeVersion constraint and .Capabilities see it)")
-	if err := fset.Parse(args); err != nil {
-		return err
+// renderFlags are `tfrs render`'s flags.
+type renderFlags struct {
+	inputs      inputFlags
+	out         string
+	omitSecrets bool
+	progress    bool
+	kubeVersion string
+}
+
+func newRenderCmd(a *app) *cobra.Command {
+	var f renderFlags
+	cmd := &cobra.Command{
+		Use:   "render (-f FILE|DIR|- | -k DIR)... -o DIR [flags]",
+		Short: "Write the Kubernetes manifests of the CRs in the inputs into DIR/<stack>/, without a cluster",
+		Long: `Render runs every object's real program with the Kubernetes provider in render-to-directory
+mode and writes the manifests it would apply into DIR/<stack>/0-crd/ (CRDs) and
+DIR/<stack>/1-manifest/, for GitOps and review. No cluster is read or changed; the state is a
+throwaway one. Tenants take the rendered cluster's image mirror and servers the rendered
+tenant's outputs, so put parents in the inputs too. Rendered Secrets hold freshly generated
+credentials in plain text: --omit-secrets leaves them out.`,
+		Example: `  tfrs render -f examples/cluster.yaml -f examples/tenant-enterprise.yaml -o rendered/
+  tfrs render -k deploy/overlays/prod -o rendered/ --omit-secrets --kube-version v1.34.0`,
+		GroupID: groupInspect,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.run(cmd.Context(), cmd.InOrStdin(), a.palette(os.Stderr))
+		},
 	}
-	if len(files) == 0 || *out == "" {
-		return fmt.Errorf("%w: -f FILE and -o DIR are required", errUsage)
+	fs := cmd.Flags()
+	f.inputs.bind(cmd, fs)
+	fs.StringVarP(&f.out, "output", "o", "", "output directory; each stack renders into DIR/<stack>/ (replaced)")
+	_ = cmd.MarkFlagDirname("output")
+	fs.BoolVar(&f.omitSecrets, "omit-secrets", false, "delete the rendered Secret manifests (they hold freshly generated credentials in plain text)")
+	fs.BoolVar(&f.progress, "progress", false, "print progress on stderr even when it is not a terminal")
+	fs.StringVar(&f.kubeVersion, "kube-version", defaultKubeVersion, "the Kubernetes version charts render for (a chart's kubeVersion constraint and .Capabilities see it)")
+	return cmd
+}
+
+func (f *renderFlags) run(ctx context.Context, stdin io.Reader, pal palette) error {
+	if !f.inputs.given() || f.out == "" {
+		return fmt.Errorf("%w: -f FILE|DIR|- (or -k DIR) and -o DIR are required", errUsage)
 	}
-	dir, err := filepath.Abs(*out)
+	dir, err := filepath.Abs(f.out)
 	if err != nil {
 		return err
 	}
-	objs, err := loadObjects(files, false)
+	objs, err := f.inputs.load(stdin, false)
 	if err != nil {
 		return err
 	}
-	eng, cleanup, err := renderEngine(ctx, *kubeVersion)
+	eng, cleanup, err := renderEngine(ctx, f.kubeVersion)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	parents := &renderParents{eng: eng, rendered: map[string]bool{}}
-	sink := progressSink(os.Stderr, *progress)
+	sink := progressSink(os.Stderr, f.progress, pal)
 	for _, p := range objs {
 		stackDir := filepath.Join(dir, renderStack(p.target))
 		// The throwaway state knows nothing of earlier renders, so stale files would stay. A
@@ -85,7 +111,7 @@ func runRender(ctx context.Context, args []string) error {
 			fmt.Printf("%s: shares %s\n", p.target, stackDir)
 			continue
 		}
-		n, removed, err := tidyRendered(stackDir, *omitSecrets)
+		n, removed, err := tidyRendered(stackDir, f.omitSecrets)
 		if err != nil {
 			return err
 		}
@@ -94,7 +120,7 @@ func runRender(ctx context.Context, args []string) error {
 			fmt.Printf(" (%d Secret(s) omitted)", removed)
 		}
 		fmt.Println()
-		if ref := passwordSecretRef(p.obj); ref != nil && !*omitSecrets {
+		if ref := passwordSecretRef(p.obj); ref != nil && !f.omitSecrets {
 			fmt.Printf("%s: the pull Secret holds a placeholder password: with no cluster, Secret %s/%s key %s cannot be read (apply fills it in; --omit-secrets leaves the Secret out)\n",
 				p.target, ref.Namespace, ref.Name, ref.Key)
 		}

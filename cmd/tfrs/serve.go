@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -12,30 +11,30 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/tfrs-io/tfrs-operator/server"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
-func init() {
-	register("serve", "run the HTTP API: create, change, preview and delete clusters, tenants and servers over HTTP", runServe)
-}
-
 // serveFlags are `tfrs serve`'s own flags, next to the shared stackFlags.
 type serveFlags struct {
-	listen, tokenFile, specDir, tlsCert, tlsKey, logFormat string
-	shutdownGrace                                          time.Duration
-	maxBodyBytes                                           int64
-	sources                                                sourceFlags
-	limits                                                 server.Config
+	listen, tokenFile, specDir, tlsCert, tlsKey string
+	shutdownGrace                               time.Duration
+	maxBodyBytes                                int64
+	sources                                     sourceFlags
+	limits                                      server.Config
+	log                                         logFlags
 }
 
-func (f *serveFlags) bind(fs *flag.FlagSet) {
+func (f *serveFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", envOr("TFRS_LISTEN", "127.0.0.1:8080"), "address to listen on (env TFRS_LISTEN)")
 	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("TFRS_API_TOKEN_FILE"), "file of bearer tokens, one 'TOKEN ROLE [NAME]' per line, ROLE admin or read-only (env TFRS_API_TOKEN_FILE; env TFRS_API_TOKENS may hold entries too, separated by ';')")
 	fs.StringVar(&f.specDir, "spec-dir", os.Getenv("TFRS_SPEC_DIR"), "directory where the API keeps the specs it was sent (env TFRS_SPEC_DIR; default <state-dir>/api/specs)")
 	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TFRS_TLS_CERT"), "serve HTTPS with this certificate (PEM; env TFRS_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TFRS_TLS_KEY"), "private key of --tls-cert (PEM; env TFRS_TLS_KEY)")
-	fs.StringVar(&f.logFormat, "log-format", envOr("TFRS_LOG_FORMAT", "json"), "access and server log format: json or text (env TFRS_LOG_FORMAT)")
+	f.log.bind(fs)
 	fs.DurationVar(&f.shutdownGrace, "shutdown-grace", 10*time.Minute, "on SIGTERM, how long running operations may finish before they are canceled")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest accepted request body")
 	f.sources.bind(fs, "api")
@@ -50,22 +49,35 @@ func (f *serveFlags) bind(fs *flag.FlagSet) {
 	fs.Int64Var(&l.MaxEventBytesPerOperation, "max-event-bytes-per-operation", 8<<20, "event bytes one operation buffers")
 }
 
-func runServe(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+func newServeCmd() *cobra.Command {
 	var sf stackFlags
 	var f serveFlags
-	sf.bind(fs)
-	f.bind(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run the HTTP API: create, change, preview and delete clusters, tenants and servers over HTTP",
+		Long: `Serve runs the HTTP API over the same engine, state and programs as the operator and the CLI.
+Every route but /healthz and /readyz needs a bearer token from --token-file or TFRS_API_TOKENS;
+serving without any token is refused. GET /openapi.json is the full contract.`,
+		Example: `  printf '%s admin ci\n' "$(openssl rand -hex 24)" > tokens
+  TFRS_PASSPHRASE=… tfrs serve --listen 127.0.0.1:8080 --token-file tokens --kubeconfig ~/.kube/config
+  tfrs serve --listen :8443 --tls-cert tls.crt --tls-key tls.key --log-format json`,
+		GroupID: groupServers,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), cmd, &sf, &f)
+		},
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-	}
-	log, err := f.logger()
+	sf.bind(cmd.Flags())
+	f.bind(cmd.Flags())
+	return cmd
+}
+
+func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveFlags) error {
+	h, err := f.log.handler(cmd.Flags(), os.Stderr)
 	if err != nil {
 		return err
 	}
+	log := slog.New(h)
 	tokens, err := f.tokens()
 	if err != nil {
 		return err
@@ -115,16 +127,6 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	log.Info("tfrs serve", "addr", l.Addr().String(), "backend", eng.BackendURL(), "tokens", len(tokens), "specDir", specDir)
 	return srv.Serve(ctx, l)
-}
-
-func (f *serveFlags) logger() (*slog.Logger, error) {
-	switch f.logFormat {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
-	}
-	return nil, fmt.Errorf("%w: --log-format must be json or text, not %q", errUsage, f.logFormat)
 }
 
 // tokens reads --token-file and TFRS_API_TOKENS. Serving without any token would answer 401

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
@@ -25,7 +26,7 @@ type sourceFlags struct {
 	anyLocal, allowPrivate               bool
 }
 
-func (f *sourceFlags) bind(fs *flag.FlagSet, door string) {
+func (f *sourceFlags) bind(fs *pflag.FlagSet, door string) {
 	anyLocal, secretNS := false, "*"
 	switch door {
 	case "cli":

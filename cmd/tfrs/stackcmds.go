@@ -3,17 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -22,46 +20,18 @@ import (
 )
 
 // The CI-facing stack commands: `tfrs preview|up|refresh|destroy -f FILE…`. Each runs the
-// objects of the files through the same runner the operator and the HTTP API use, prints one
+// objects of the inputs through the same runner the operator and the HTTP API use, prints one
 // report (text, JSON or Markdown, see stacks/diff) on stdout and progress on stderr.
 //
-// Exit codes: 0 success; 1 an error; 2 usage error, or changes with --detailed-exitcode;
-// 3 data loss with --fail-on-data-loss (this wins over everything else, because it is the
-// signal a pipeline must never miss).
-
-func init() {
-	register("preview", "show what up would change for the CRs in -f FILE… (text|json|markdown; --detailed-exitcode, --fail-on-data-loss)", stackCommand(engine.OpPreview))
-	register("up", "create or update the stacks of the CRs in -f FILE…, clusters first", stackCommand(engine.OpUp))
-	register("refresh", "read the live state of the CRs' resources back into their stacks", stackCommand(engine.OpRefresh))
-	register("destroy", "delete the stacks of the CRs in -f FILE…, servers first (the tenant's deletionPolicy keeps its data)", stackCommand(engine.OpDestroy))
-}
-
-// Exit codes beyond 0/1/2.
-const (
-	exitChanges  = 2
-	exitDataLoss = 3
-)
-
-// exitError carries a chosen exit code out of a command (see main's exitCoder).
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
-func (e *exitError) ExitCode() int { return e.code }
-
-// fileList is a repeatable -f flag.
-type fileList []string
-
-func (f *fileList) String() string     { return strings.Join(*f, ",") }
-func (f *fileList) Set(v string) error { *f = append(*f, v); return nil }
+// Exit codes: 0 success; 1 an error or a usage error; 2 changes, only with
+// --detailed-exitcode; 3 data loss, only with --fail-on-data-loss (this wins over everything
+// else, because it is the signal a pipeline must never miss).
 
 // stackCmdFlags are the flags of the four stack commands.
 type stackCmdFlags struct {
 	stack            stackFlags
 	sources          sourceFlags
-	files            fileList
+	inputs           inputFlags
 	format           string
 	detailedExitCode bool
 	failOnDataLoss   bool
@@ -70,11 +40,10 @@ type stackCmdFlags struct {
 	yes              bool
 }
 
-func (f *stackCmdFlags) bind(fs *flag.FlagSet, op engine.OpKind) {
-	f.stack.bind(fs)
-	f.sources.bind(fs, "cli")
-	fs.Var(&f.files, "f", "file with one or more TFRS CRs (the YAML kubectl apply takes); repeatable")
-	fs.StringVar(&f.format, "o", "text", "report format: text, json or markdown")
+func (f *stackCmdFlags) bind(cmd *cobra.Command, op engine.OpKind) {
+	fs := cmd.Flags()
+	f.inputs.bind(cmd, fs)
+	outputFlag(cmd, &f.format, "report format", reportFormats...)
 	fs.BoolVar(&f.detailedExitCode, "detailed-exitcode", false, "exit 2 when there are changes, 0 when there are none, 1 on error")
 	fs.BoolVar(&f.failOnDataLoss, "fail-on-data-loss", false, "exit 3 when a change would replace or delete stateful data (databases, object storage, PVCs, a tenant namespace); up previews each object first and stops before applying it")
 	fs.BoolVar(&f.progress, "progress", false, "print progress on stderr even when it is not a terminal")
@@ -82,66 +51,120 @@ func (f *stackCmdFlags) bind(fs *flag.FlagSet, op engine.OpKind) {
 	if op == engine.OpDestroy {
 		fs.BoolVar(&f.yes, "yes", false, "required: confirm the destroy")
 	}
+	f.stack.bind(fs)
+	f.sources.bind(fs, "cli")
 }
 
-func stackCommand(op engine.OpKind) func(ctx context.Context, args []string) error {
-	return func(ctx context.Context, args []string) error {
-		fs := flag.NewFlagSet(string(op), flag.ContinueOnError)
-		var f stackCmdFlags
-		f.bind(fs, op)
-		if err := fs.Parse(args); err != nil {
-			return err
-		}
-		if len(f.files) == 0 {
-			return fmt.Errorf("%w: -f FILE is required", errUsage)
-		}
-		if fs.NArg() > 0 {
-			return fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
-		}
-		switch f.format {
-		case "text", "json", "markdown":
-		default:
-			return fmt.Errorf("%w: -o must be text, json or markdown, not %q", errUsage, f.format)
-		}
-		if op == engine.OpDestroy && !f.yes {
-			return fmt.Errorf("%w: destroy deletes every resource of the CRs' stacks; add --yes to confirm", errUsage)
-		}
-		if f.message == "" {
-			f.message = "tfrs " + strings.Join(append([]string{string(op)}, args...), " ")
-		}
-		objs, err := loadObjects(f.files, op == engine.OpDestroy)
-		if err != nil {
-			return err
-		}
-		pol, err := f.sources.policy()
-		if err != nil {
-			return err
-		}
-		pol = withClusterMirrors(pol, objs)
-		if err := checkSources(pol, objs); err != nil {
-			return err
-		}
-		if err := installFetcher(pol, f.stack.stateDir); err != nil {
-			return err
-		}
-		if op == engine.OpDestroy && f.failOnDataLoss {
-			// A destroy cannot be previewed; what it deletes is decided by the deletion policy.
-			if err := refuseDestroyingData(objs); err != nil {
-				return err
-			}
-		}
-		rn, closeRunner, err := openRunner(ctx, &f.stack)
-		if err != nil {
-			return err
-		}
-		defer closeRunner()
-		s := &stackRun{op: op, flags: &f, runner: rn, sink: progressSink(os.Stderr, f.progress)}
-		reports, runErr := s.run(ctx, objs)
-		if err := writeReports(os.Stdout, f.format, reports, objs); err != nil {
-			return err
-		}
-		return exitFor(op, &f, reports, runErr)
+var reportFormats = []string{"text", "json", "markdown"}
+
+// stackCmdDocs are each stack command's help.
+var stackCmdDocs = map[engine.OpKind]struct{ short, long, example string }{
+	engine.OpPreview: {
+		short: "Show what up would change for the CRs in the inputs",
+		long: `Preview runs each object's program against its stack and reports what an up would change:
+resources per component, the changed property paths (never values), and first of all any
+replace or delete of stateful data. Nothing is changed. Objects run parents first: clusters,
+tenants, servers; a child whose parent the same run creates is reported as pending.
+
+Exit codes: 0 no changes (or changes without --detailed-exitcode), 1 an error or a usage
+error, 2 changes with --detailed-exitcode, 3 data loss with --fail-on-data-loss.`,
+		example: `  tfrs preview -f examples/cluster.yaml -f examples/tenant-enterprise.yaml
+  # a pull-request comment; exit 2 on changes, 3 on data loss
+  tfrs preview -f deploy/ -R -o markdown --detailed-exitcode --fail-on-data-loss
+  # from a kustomization, or from another tool through stdin
+  tfrs preview -k deploy/overlays/prod
+  kustomize build deploy/overlays/prod | tfrs preview -f -`,
+	},
+	engine.OpUp: {
+		short: "Create or update the stacks of the CRs in the inputs, clusters first",
+		long: `Up brings each object's stack to its spec, parents first (clusters, tenants, servers), and
+stops at the first error: later objects depend on earlier ones. With --fail-on-data-loss each
+object is previewed first and not applied when the change would lose data (exit 3).`,
+		example: `  tfrs up -f examples/cluster.yaml -f examples/tenant-enterprise.yaml
+  tfrs up -f deploy/ -R --fail-on-data-loss -o json`,
+	},
+	engine.OpRefresh: {
+		short: "Read the live state of the CRs' resources back into their stacks",
+		long: `Refresh reads every resource of each object's stack from the cluster and records what it
+finds, so the next preview compares the spec with reality (drift). The cluster is not changed.`,
+		example: `  tfrs refresh -f examples/tenant-enterprise.yaml
+  tfrs refresh -f deploy/ -R -o json`,
+	},
+	engine.OpDestroy: {
+		short: "Delete the stacks of the CRs in the inputs, servers first",
+		long: `Destroy deletes every resource of each object's stack, children first (servers, tenants,
+clusters). A tenant's deletionPolicy decides its data: Retain (the default) keeps databases,
+object storage and volumes in the cluster. --yes is required; with --fail-on-data-loss a
+tenant whose deletionPolicy is Delete is refused before anything runs (exit 3).`,
+		example: `  tfrs destroy -f examples/server.yaml --yes
+  tfrs destroy -f deploy/ -R --yes --fail-on-data-loss`,
+	},
+}
+
+func newStackCmd(a *app, op engine.OpKind) *cobra.Command {
+	var f stackCmdFlags
+	doc := stackCmdDocs[op]
+	cmd := &cobra.Command{
+		Use:     string(op) + " (-f FILE|DIR|- | -k DIR)... [flags]",
+		Short:   doc.short,
+		Long:    doc.long,
+		Example: doc.example,
+		GroupID: groupStacks,
+		Args:    noArgs,
 	}
+	f.bind(cmd, op)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return f.run(cmd, a, op)
+	}
+	return cmd
+}
+
+func (f *stackCmdFlags) run(cmd *cobra.Command, a *app, op engine.OpKind) error {
+	ctx := cmd.Context()
+	if !f.inputs.given() {
+		return errNoInput
+	}
+	if err := oneOf("-o", f.format, reportFormats...); err != nil {
+		return err
+	}
+	if op == engine.OpDestroy && !f.yes {
+		return fmt.Errorf("%w: destroy deletes every resource of the CRs' stacks; add --yes to confirm", errUsage)
+	}
+	if f.message == "" {
+		f.message = "tfrs " + strings.Join(a.args, " ")
+	}
+	objs, err := f.inputs.load(cmd.InOrStdin(), op == engine.OpDestroy)
+	if err != nil {
+		return err
+	}
+	pol, err := f.sources.policy()
+	if err != nil {
+		return err
+	}
+	pol = withClusterMirrors(pol, objs)
+	if err := checkSources(pol, objs); err != nil {
+		return err
+	}
+	if err := installFetcher(pol, f.stack.stateDir); err != nil {
+		return err
+	}
+	if op == engine.OpDestroy && f.failOnDataLoss {
+		// A destroy cannot be previewed; what it deletes is decided by the deletion policy.
+		if err := refuseDestroyingData(objs); err != nil {
+			return err
+		}
+	}
+	rn, closeRunner, err := openRunner(ctx, &f.stack)
+	if err != nil {
+		return err
+	}
+	defer closeRunner()
+	s := &stackRun{op: op, flags: f, runner: rn, sink: progressSink(os.Stderr, f.progress, a.palette(os.Stderr))}
+	reports, runErr := s.run(ctx, objs)
+	if err := writeReports(cmd.OutOrStdout(), f.format, reports, objs); err != nil {
+		return err
+	}
+	return exitFor(op, f, reports, runErr)
 }
 
 // openRunner opens the engine and runner the flags describe; tests substitute a fake engine.
@@ -152,50 +175,6 @@ var openRunner = func(ctx context.Context, f *stackFlags) (*runner.Runner, func(
 	}
 	return rn, func() { _ = eng.Close() }, nil
 }
-
-// prepared is one object of a run, defaulted and validated.
-type prepared struct {
-	obj    v1alpha1.Object
-	target kinds.Target
-}
-
-// loadObjects decodes every file, validates every object (so a typo in the last document fails
-// before the first one runs) and orders them by level: clusters, tenants, servers, each in
-// file order; reversed for a destroy, so children go before their parents.
-func loadObjects(files []string, reverse bool) ([]prepared, error) {
-	var out []prepared
-	seen := map[string]string{}
-	for _, file := range files {
-		objs, err := manifest.DecodeFile(file)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			t, obj, err := kinds.Prepare(o)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s %s: %w", file, o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
-			}
-			if prev, dup := seen[t.Stack]; dup {
-				return nil, fmt.Errorf("%s: %s is also in %s (stack %s)", file, t, prev, t.Stack)
-			}
-			seen[t.Stack] = file
-			out = append(out, prepared{obj: obj, target: t})
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no TFRS objects found", strings.Join(files, ", "))
-	}
-	sort.SliceStable(out, func(i, j int) bool { return level(out[i].target.Kind) < level(out[j].target.Kind) })
-	if reverse {
-		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-			out[i], out[j] = out[j], out[i]
-		}
-	}
-	return out, nil
-}
-
-// level orders kinds parents first (v1alpha1.Kinds).
-func level(k v1alpha1.Kind) int { return slices.Index(v1alpha1.Kinds, k) }
 
 // refuseDestroyingData stops a guarded destroy of a tenant whose deletionPolicy is Delete:
 // under Retain the data objects stay in the cluster, under Delete they go with the stack.
@@ -344,9 +323,10 @@ func exitFor(op engine.OpKind, f *stackCmdFlags, reports []*diff.Report, runErr 
 
 // progressSink prints the engine's progress on w when w is a terminal or when forced: the
 // steps that change something, warnings, errors and each stack's summary. Unchanged steps and
-// ephemeral status lines are left out, so a CI log stays readable.
-func progressSink(w *os.File, force bool) engine.Sink {
-	if !force && !isTerminal(w) {
+// ephemeral status lines are left out, so a CI log stays readable. pal colours the stack,
+// failures, errors and warnings.
+func progressSink(w io.Writer, force bool, pal palette) engine.Sink {
+	if f, ok := w.(*os.File); !force && (!ok || !isTerminal(f)) {
 		return nil
 	}
 	var mu sync.Mutex
@@ -361,8 +341,11 @@ func progressSink(w *os.File, force bool) engine.Sink {
 				return
 			}
 			line = e.Message
+			if e.Op == engine.StepDelete || e.Op == engine.StepReplace {
+				line = pal.yellow(line)
+			}
 		case engine.EventStepFailed:
-			line = fmt.Sprintf("failed: %s %s", e.Type, e.URN)
+			line = pal.red(fmt.Sprintf("failed: %s %s", e.Type, e.URN))
 		case engine.EventDiag:
 			if e.Ephemeral || (e.Severity != "warning" && e.Severity != "error") {
 				return
@@ -371,18 +354,18 @@ func progressSink(w *os.File, force bool) engine.Sink {
 			if !strings.HasPrefix(line, e.Severity) {
 				line = e.Severity + ": " + line
 			}
+			if e.Severity == "error" {
+				line = pal.red(line)
+			} else {
+				line = pal.yellow(line)
+			}
 		case engine.EventSummary:
-			line = "done: " + e.Message
+			line = pal.green("done: ") + e.Message
 		default:
 			return
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(w, "[%s] %s\n", e.Stack, line)
+		fmt.Fprintf(w, "%s %s\n", pal.bold("["+e.Stack+"]"), line)
 	}
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

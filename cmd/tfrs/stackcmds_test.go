@@ -182,7 +182,7 @@ func TestDestroy(t *testing.T) {
 	}
 
 	code, _ := runCaptured(t, "destroy", "-f", file)
-	require.Equal(t, 2, code, "destroy without --yes is a usage error")
+	require.Equal(t, 1, code, "destroy without --yes is a usage error")
 	require.Empty(t, f.recorded())
 
 	code, out := runCaptured(t, "destroy", "-f", file, "--yes", "--fail-on-data-loss", "-o", "json")
@@ -224,7 +224,7 @@ func TestErrorsAndUsage(t *testing.T) {
 		{"render", "-f", file},
 	} {
 		code, _ = runCaptured(t, args...)
-		require.Equal(t, 2, code, "%v is a usage error", args)
+		require.Equal(t, 1, code, "%v is a usage error", args)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: tfrs.io/v1alpha1\nkind: TFRCluster\nmetadata: {name: x}\nspec: {domain: \"Not A Domain\"}\n"), 0o600))
@@ -235,13 +235,16 @@ func TestErrorsAndUsage(t *testing.T) {
 
 func TestLoadObjects(t *testing.T) {
 	file := writeCRs(t, "Retain")
-	objs, err := loadObjects([]string{file}, false)
+	load := func(reverse bool, files ...string) ([]prepared, error) {
+		return (&inputFlags{files: files}).load(nil, reverse)
+	}
+	objs, err := load(false, file)
 	require.NoError(t, err)
 	require.Equal(t, []string{testCluster, testTenant}, []string{objs[0].target.Stack, objs[1].target.Stack})
-	objs, err = loadObjects([]string{file}, true)
+	objs, err = load(true, file)
 	require.NoError(t, err)
 	require.Equal(t, []string{testTenant, testCluster}, []string{objs[0].target.Stack, objs[1].target.Stack})
-	_, err = loadObjects([]string{file, file}, false)
+	_, err = load(false, file, file)
 	require.ErrorContains(t, err, "is also in")
 }
 
@@ -257,15 +260,16 @@ func TestGraphStatus(t *testing.T) {
 		step(testTenant, "tfrs:tenant:Grafana", "grafana", engine.StepCreate))
 	code, out := runCaptured(t, "graph", "-f", file, "-o", "json", "--status")
 	require.Equal(t, 0, code, out)
-	// Two JSON documents: the cluster's graph, then the tenant's.
-	dec := json.NewDecoder(strings.NewReader(out))
-	var cluster, tenant struct {
+	// One JSON document: the cluster's graph, then the tenant's.
+	var graphs []struct {
+		Stack string
 		Nodes []struct{ ID, Status string }
 	}
-	require.NoError(t, dec.Decode(&cluster))
-	require.NoError(t, dec.Decode(&tenant))
+	require.NoError(t, json.Unmarshal([]byte(out), &graphs), out)
+	require.Len(t, graphs, 2)
+	require.Equal(t, testTenant, graphs[1].Stack)
 	states := map[string]string{}
-	for _, n := range tenant.Nodes {
+	for _, n := range graphs[1].Nodes {
 		states[n.ID] = n.Status
 	}
 	require.Equal(t, diff.StateUpToDate, states["namespace"])

@@ -45,6 +45,9 @@ type Options struct {
 	Listen string
 	// Log receives the operator's and the API's records (default: Dir/tfrs.log).
 	Log io.Writer
+	// LogHandler makes the handler that formats those records on Log (default: slog's text
+	// handler; `tfrs dev --log-format` chooses).
+	LogHandler func(io.Writer) slog.Handler
 	// Operator tunes the operator (tests shorten its polls); Engine and Run are set here.
 	Operator operator.Options
 	// MaxConcurrent bounds engine operations (default 4).
@@ -99,7 +102,10 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		}
 		o.Log = e.logFile
 	}
-	log := slog.New(slog.NewTextHandler(o.Log, nil))
+	if o.LogHandler == nil {
+		o.LogHandler = func(w io.Writer) slog.Handler { return slog.NewTextHandler(w, nil) }
+	}
+	log := slog.New(o.LogHandler(o.Log))
 
 	// A fresh control plane every time (its etcd is scratch), so fresh state too.
 	cpDir := filepath.Join(o.Dir, "controlplane")

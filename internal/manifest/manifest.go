@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 )
@@ -26,11 +30,18 @@ var codecs = func() serializer.CodecFactory {
 	return serializer.NewCodecFactory(s, serializer.EnableStrict)
 }()
 
+// ErrNotTFRS is the error of a document that is not one of the TFRS kinds (a Deployment in
+// the files given to the CLI, say).
+var ErrNotTFRS = errors.New("not a TFRS resource")
+
 // Decode returns every TFRS object in r, in document order. Empty documents are skipped; a
-// document of another group or kind is an error naming its position.
+// document of another group or kind is an error naming its position (ErrNotTFRS).
 func Decode(r io.Reader) ([]v1alpha1.Object, error) {
 	var out []v1alpha1.Object
 	err := EachDocument(r, func(i int, doc []byte) error {
+		if err := checkKind(doc); err != nil {
+			return fmt.Errorf("document %d: %w", i, err)
+		}
 		obj, _, err := codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
 			return fmt.Errorf("document %d: %w", i, err)
@@ -43,6 +54,37 @@ func Decode(r io.Reader) ([]v1alpha1.Object, error) {
 		return nil
 	})
 	return out, err
+}
+
+// checkKind refuses a document of another group or kind by name, before the strict decoder
+// would refuse it with a scheme error. A document without apiVersion and kind is left to the
+// decoder, which says what is missing.
+func checkKind(doc []byte) error {
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal(doc, &head); err != nil || head.APIVersion == "" || head.Kind == "" {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(head.APIVersion)
+	if err != nil {
+		return nil
+	}
+	kinds := make([]string, len(v1alpha1.Kinds))
+	for i, k := range v1alpha1.Kinds {
+		kinds[i] = string(k)
+	}
+	if gv.Group != v1alpha1.GroupVersion.Group || !slices.Contains(kinds, head.Kind) {
+		return fmt.Errorf("%s %q (%s) is %w (%s)", head.Kind, head.Metadata.Name, head.APIVersion, ErrNotTFRS, strings.Join(kinds, "/"))
+	}
+	if gv != v1alpha1.GroupVersion {
+		return fmt.Errorf("%s %q: apiVersion %s is not served; use %s", head.Kind, head.Metadata.Name, head.APIVersion, v1alpha1.GroupVersion)
+	}
+	return nil
 }
 
 // EachDocument calls fn with every non-empty YAML (or JSON) document of r and its position
