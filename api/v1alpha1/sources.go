@@ -18,7 +18,9 @@ const (
 )
 
 // SourceField is one place of a spec that names something tfrs reads or fetches on the
-// object's behalf: what the source policy (internal/sourcepolicy) decides on.
+// object's behalf: what the source policy (internal/sourcepolicy) decides on. Not part of
+// the API's schema, so it gets no generated deep copy.
+// +kubebuilder:object:generate=false
 type SourceField struct {
 	Path  *field.Path
 	Kind  SourceKind
