@@ -302,7 +302,9 @@ func TestIsolationAttacks(t *testing.T) {
 	require.NoError(t, err)
 	bin := buildTFRS(t, root)
 	env, err := devenv.Start(ctx, devenv.Options{Dir: t.TempDir(),
-		Operator: operator.Options{ParentPoll: 2 * time.Second, BackoffBase: 2 * time.Second, BackoffMax: 20 * time.Second, JobPoll: 5 * time.Second}})
+		Operator: operator.Options{ParentPoll: 2 * time.Second, BackoffBase: 2 * time.Second, BackoffMax: 20 * time.Second, JobPoll: 5 * time.Second,
+			// Another test of this process may have run a dev environment's operator already.
+			SkipNameValidation: true}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, env.Stop()) })
 	story := &demo.Story{Env: env, Root: root, TFRS: bin, Out: &bytes.Buffer{}, Wait: 8 * time.Minute}
