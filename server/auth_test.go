@@ -53,15 +53,15 @@ func TestTokensNeverPrinted(t *testing.T) {
 }
 
 func TestAuthenticator(t *testing.T) {
-	a := newAuthenticator([]Token{{Name: "a", Role: RoleAdmin, Value: "0123456789abcdefA"}, {Name: "r", Role: RoleReadOnly, Value: "0123456789abcdefR"}})
+	a := newStaticTokens([]Token{{Name: "a", Role: RoleAdmin, Value: "0123456789abcdefA"}, {Name: "r", Role: RoleReadOnly, Value: "0123456789abcdefR"}})
 	p, ok := a.lookup("0123456789abcdefR")
 	require.True(t, ok)
-	require.Equal(t, principal{name: "r", role: RoleReadOnly}, p)
+	require.Equal(t, Principal{Name: "r", Via: AuthStatic, role: RoleReadOnly}, p)
 	for _, bad := range []string{"", "0123456789abcdef", "0123456789abcdefA ", "0123456789ABCDEFA"} {
 		_, ok := a.lookup(bad)
 		require.False(t, ok, bad)
 	}
-	_, ok = newAuthenticator(nil).lookup("anything-at-all-here")
+	_, ok = newStaticTokens(nil).lookup("anything-at-all-here")
 	require.False(t, ok, "no tokens: nobody gets in")
 }
 

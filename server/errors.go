@@ -49,6 +49,9 @@ type Problem struct {
 	Dependents []string `json:"dependents,omitempty"`
 	// FailedResources are the URNs whose step failed (operation failures).
 	FailedResources []string `json:"failedResources,omitempty"`
+	// Denied is the authorization check that failed (403 forbidden): verb, group, resource,
+	// subresource, namespace, name, or a non-resource path.
+	Denied *Attributes `json:"denied,omitempty"`
 }
 
 // FieldProblem is one invalid field of a request.
@@ -200,6 +203,7 @@ func problemOf(err error) (p Problem, internal bool) {
 		oe  *engine.OpError
 		se  *SourceError
 		rl  *RateLimitError
+		fe  *ForbiddenError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -240,6 +244,14 @@ func problemOf(err error) (p Problem, internal bool) {
 	case errors.Is(err, ErrUnauthorized):
 		return newProblem(http.StatusUnauthorized, "unauthorized", "Unauthorized",
 			"a valid bearer token is required"), false
+	case errors.As(err, &fe):
+		p := newProblem(http.StatusForbidden, "forbidden", "Forbidden", forbiddenDetail(fe))
+		a := fe.Attrs
+		p.Denied = &a
+		return p, false
+	case errors.Is(err, ErrAuthUnavailable):
+		return newProblem(http.StatusServiceUnavailable, "auth-unavailable", "Authentication unavailable",
+			"the Kubernetes API server could not review the token or the request; retry later"), false
 	case errors.Is(err, ErrForbidden):
 		return newProblem(http.StatusForbidden, "forbidden", "Forbidden",
 			"this token's role may only read; changes need an admin token"), false
@@ -338,6 +350,34 @@ func httpErrorProblem(he *echo.HTTPError) Problem {
 	}
 	return newProblem(http.StatusInternalServerError, "internal", "Internal server error",
 		"the server failed; quote the errorId when reporting it")
+}
+
+// forbiddenDetail says who may not do what, as the Kubernetes API server says it.
+func forbiddenDetail(fe *ForbiddenError) string {
+	a := fe.Attrs
+	var d string
+	switch {
+	case a.Resource == "":
+		d = fmt.Sprintf("%q cannot %s path %q", fe.Principal, a.Verb, a.Path)
+	default:
+		res := a.Resource
+		if a.Subresource != "" {
+			res += "/" + a.Subresource
+		}
+		d = fmt.Sprintf("%q cannot %s resource %q in API group %q", fe.Principal, a.Verb, res, a.Group)
+		if a.Name != "" {
+			d += fmt.Sprintf(" named %q", a.Name)
+		}
+		if a.Namespace != "" {
+			d += fmt.Sprintf(" in the namespace %q", a.Namespace)
+		} else {
+			d += " at the cluster scope"
+		}
+	}
+	if fe.Reason != "" {
+		d += " (" + fe.Reason + ")"
+	}
+	return d
 }
 
 func managedElsewhereDetail(by engine.ManagedBy) string {

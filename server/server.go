@@ -7,8 +7,9 @@
 // runner.CheckDoor, the one the runner applies). A create, update or delete returns 202 with
 // an operation (GET it, stream its events as Server-Sent Events, cancel it); a preview answers
 // synchronously with the structured diff. Every error is an RFC 7807 problem document produced
-// by one error handler. Every route but the health probes needs a bearer token; reading needs
-// any role, changing the admin role. See openapi.json for the contract.
+// by one error handler. Every route but the health probes needs a bearer token (a static one,
+// or a Kubernetes one verified with TokenReview), and every request is authorized as the verb
+// on the custom resource it stands for (authz.go). See openapi.json for the contract.
 package server
 
 import (
@@ -58,8 +59,12 @@ var (
 type Config struct {
 	Runner Runner
 	Engine Engine
-	// Tokens are the accepted bearer tokens. None: every route but the probes answers 401.
+	// Tokens are the accepted static bearer tokens, authorized by their role and scope.
 	Tokens []Token
+	// Kubernetes, when set, also accepts Kubernetes bearer tokens (TokenReview) and authorizes
+	// them with SubjectAccessReview. Static tokens are tried first, so they are never sent to
+	// the API server. Neither: every route but the probes answers 401.
+	Kubernetes *KubernetesAuth
 	// Specs keeps the specs sent to the API. Default: in memory (lost on restart); `tfrs
 	// serve` uses a FileSpecStore under the state dir.
 	Specs  SpecStore
@@ -177,7 +182,8 @@ type Server struct {
 	run    Runner
 	eng    Engine
 	specs  SpecStore
-	auth   *authenticator
+	authn  Authenticator
+	authz  Authorizer
 	ops    *registry
 	m      *metrics
 	limits *limiters
@@ -196,7 +202,12 @@ func New(cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, run: cfg.Runner, eng: cfg.Engine, specs: cfg.Specs,
-		auth: newAuthenticator(cfg.Tokens), m: newMetrics(cfg.Engine), closing: make(chan struct{}),
+		m: newMetrics(cfg.Engine), closing: make(chan struct{}),
+	}
+	s.authn, s.authz = authenticators{newStaticTokens(cfg.Tokens)}, modeAuthorizer{AuthStatic: staticAuthorizer{}}
+	if cfg.Kubernetes != nil {
+		s.authn = append(s.authn.(authenticators), cfg.Kubernetes)
+		s.authz.(modeAuthorizer)[AuthKubernetes] = cfg.Kubernetes
 	}
 	s.ops = newRegistry(retention{count: cfg.OperationRetention, ttl: cfg.OperationTTL, bytes: cfg.OperationRetentionBytes,
 		events: cfg.MaxEventsPerOperation, eventBytes: cfg.MaxEventBytesPerOperation}, s.log, s.m)
@@ -227,8 +238,8 @@ func (s *Server) newEcho() *echo.Echo {
 	// Behind a proxy the proxy's address is logged; its own log has the client's.
 	e.IPExtractor = echo.ExtractIPDirect()
 	// The order is the order of the checks: authentication, then (counted in the metrics) the
-	// rate limit, the body's size and media type, and the handler's decoding, validation,
-	// parent and busy checks.
+	// rate limit, authorization, the body's size and media type, and the handler's decoding,
+	// validation, parent and busy checks.
 	e.Use(
 		requestIDMiddleware,
 		s.accessLogMiddleware,
@@ -242,6 +253,7 @@ func (s *Server) newEcho() *echo.Echo {
 			},
 		}),
 		s.rateLimitMiddleware,
+		s.authzMiddleware,
 		middleware.BodyLimit(fmt.Sprintf("%dB", s.cfg.MaxBodyBytes)),
 		bodyMiddleware,
 	)
