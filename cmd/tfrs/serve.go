@@ -21,6 +21,9 @@ import (
 // serveFlags are `tfrs serve`'s own flags, next to the shared stackFlags.
 type serveFlags struct {
 	listen, tokenFile, specDir, tlsCert, tlsKey string
+	auth                                        []string
+	authAudiences                               []string
+	authCacheTTL                                time.Duration
 	shutdownGrace                               time.Duration
 	maxBodyBytes                                int64
 	sources                                     sourceFlags
@@ -30,7 +33,10 @@ type serveFlags struct {
 
 func (f *serveFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.listen, "listen", envOr("TFRS_LISTEN", "127.0.0.1:8080"), "address to listen on (env TFRS_LISTEN)")
-	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("TFRS_API_TOKEN_FILE"), "file of bearer tokens, one 'TOKEN ROLE [NAME]' per line, ROLE admin or read-only (env TFRS_API_TOKEN_FILE; env TFRS_API_TOKENS may hold entries too, separated by ';')")
+	fs.StringSliceVar(&f.auth, "auth", splitEnv("TFRS_API_AUTH", "static"), "authentication modes: static (the token file), kubernetes (ServiceAccount/OIDC tokens verified with TokenReview, requests authorized with SubjectAccessReview), or both: kubernetes,static (env TFRS_API_AUTH)")
+	fs.StringSliceVar(&f.authAudiences, "auth-audience", splitEnv("TFRS_API_AUTH_AUDIENCES", ""), "with --auth kubernetes: accept only tokens issued for these audiences (kubectl create token SA --audience AUD; default: the API server's own)")
+	fs.DurationVar(&f.authCacheTTL, "auth-cache-ttl", server.DefaultAuthCacheTTL, "with --auth kubernetes: how long TokenReview and SubjectAccessReview answers are cached (a revoked token or binding works at most this long; negative: no cache)")
+	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("TFRS_API_TOKEN_FILE"), "file of static bearer tokens, one 'TOKEN ROLE [NAME] [namespaces=NS,…] [kinds=KIND,…] [verbs=VERB,…]' per line, ROLE admin or read-only (env TFRS_API_TOKEN_FILE; env TFRS_API_TOKENS may hold entries too, separated by ';')")
 	fs.StringVar(&f.specDir, "spec-dir", os.Getenv("TFRS_SPEC_DIR"), "directory where the API keeps the specs it was sent (env TFRS_SPEC_DIR; default <state-dir>/api/specs)")
 	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TFRS_TLS_CERT"), "serve HTTPS with this certificate (PEM; env TFRS_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TFRS_TLS_KEY"), "private key of --tls-cert (PEM; env TFRS_TLS_KEY)")
@@ -56,11 +62,16 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve [flags]",
 		Short: "Run the HTTP API: create, change, preview and delete clusters, tenants and servers over HTTP",
 		Long: `Serve runs the HTTP API over the same engine, state and programs as the operator and the CLI.
-Every route but /healthz and /readyz needs a bearer token from --token-file or TFRS_API_TOKENS;
-serving without any token is refused. GET /openapi.json is the full contract.`,
+Every route but /healthz and /readyz needs a bearer token: with --auth static (the default) one
+from --token-file or TFRS_API_TOKENS (serving without any is refused); with --auth kubernetes a
+ServiceAccount or OIDC token of the API server --kubeconfig (or the in-cluster account) points
+at, verified with TokenReview, every request authorized with SubjectAccessReview as the verb on
+the custom resource (tfrtenants, tfrservers, tfrclusters in tfrs.io); --auth kubernetes,static
+accepts both. GET /openapi.json is the full contract.`,
 		Example: `  printf '%s admin ci\n' "$(openssl rand -hex 24)" > tokens
   TFRS_PASSPHRASE=… tfrs serve --listen 127.0.0.1:8080 --token-file tokens --kubeconfig ~/.kube/config
-  tfrs serve --listen :8443 --tls-cert tls.crt --tls-key tls.key --log-format json`,
+  tfrs serve --listen :8443 --tls-cert tls.crt --tls-key tls.key --log-format json
+  tfrs serve --auth kubernetes --auth-audience tfrs --tls-cert tls.crt --tls-key tls.key`,
 		GroupID: groupServers,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,9 +89,20 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 		return err
 	}
 	log := slog.New(h)
-	tokens, err := f.tokens()
+	modes, err := f.authModes()
 	if err != nil {
 		return err
+	}
+	var tokens []server.Token
+	if modes[server.AuthStatic] {
+		if tokens, err = f.tokens(); err != nil {
+			return err
+		}
+	} else if f.tokenFile != "" || os.Getenv("TFRS_API_TOKENS") != "" {
+		return fmt.Errorf("%w: --token-file/TFRS_API_TOKENS need --auth static (or kubernetes,static)", errUsage)
+	}
+	if !modes[server.AuthKubernetes] && (len(f.authAudiences) > 0 || cmd.Flags().Changed("auth-cache-ttl")) {
+		return fmt.Errorf("%w: --auth-audience and --auth-cache-ttl go with --auth kubernetes", errUsage)
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
@@ -109,6 +131,18 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 	cfg := f.limits
 	cfg.Runner, cfg.Engine, cfg.Tokens, cfg.Specs, cfg.Logger = run, eng, tokens, specs, log
 	cfg.MaxBodyBytes, cfg.ShutdownGrace, cfg.Sources = f.maxBodyBytes, f.shutdownGrace, pol
+	if modes[server.AuthKubernetes] {
+		// The API server the programs apply to is the one whose users and RBAC count.
+		rc, err := (&operatorFlags{stack: *sf}).restConfig()
+		if err != nil {
+			return fmt.Errorf("--auth kubernetes: %w", err)
+		}
+		if cfg.Kubernetes, err = server.NewKubernetesAuthForConfig(rc, server.KubernetesOptions{
+			Audiences: f.authAudiences, CacheTTL: f.authCacheTTL, Logger: log,
+		}); err != nil {
+			return fmt.Errorf("--auth kubernetes: %w", err)
+		}
+	}
 	srv := server.New(cfg)
 
 	l, err := net.Listen("tcp", f.listen)
@@ -125,7 +159,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 	} else if !isLoopback(l.Addr()) {
 		log.Warn("serving plain HTTP on a non-loopback address: bearer tokens travel in clear text; use --tls-cert/--tls-key or a TLS-terminating proxy")
 	}
-	log.Info("tfrs serve", "addr", l.Addr().String(), "backend", eng.BackendURL(), "tokens", len(tokens), "specDir", specDir)
+	log.Info("tfrs serve", "addr", l.Addr().String(), "backend", eng.BackendURL(), "auth", strings.Join(f.auth, ","), "tokens", len(tokens), "specDir", specDir)
 	return srv.Serve(ctx, l)
 }
 
@@ -151,6 +185,36 @@ func (f *serveFlags) tokens() ([]server.Token, error) {
 		return nil, fmt.Errorf("%w: no API tokens: give --token-file or TFRS_API_TOKENS", errUsage)
 	}
 	return all, nil
+}
+
+// authModes reads --auth: static, kubernetes, or both (in any order: static tokens are always
+// tried first, so they never reach the API server's TokenReview).
+func (f *serveFlags) authModes() (map[server.AuthMode]bool, error) {
+	modes := map[server.AuthMode]bool{}
+	for _, m := range f.auth {
+		switch mode := server.AuthMode(strings.ToLower(strings.TrimSpace(m))); mode {
+		case server.AuthStatic, server.AuthKubernetes:
+			modes[mode] = true
+		default:
+			return nil, fmt.Errorf("%w: --auth %q: want static, kubernetes or kubernetes,static", errUsage, m)
+		}
+	}
+	if len(modes) == 0 {
+		return nil, fmt.Errorf("%w: --auth: want static, kubernetes or kubernetes,static", errUsage)
+	}
+	return modes, nil
+}
+
+// splitEnv is the comma-separated list in env key, def when unset.
+func splitEnv(key, def string) []string {
+	v := os.Getenv(key)
+	if v == "" {
+		v = def
+	}
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
 }
 
 func (f *serveFlags) specDirectory(stateDir string) (string, error) {
