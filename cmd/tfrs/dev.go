@@ -92,6 +92,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, f *devFlags) error {
 	fmt.Printf("ready in %s\n", time.Since(start).Round(100*time.Millisecond))
 	fmt.Printf("kubeconfig: %s\n", env.KubeconfigPath)
 	fmt.Printf("API:        %s (token in %s)\n", env.APIURL, filepath.Join(env.Dir, "api-token"))
+	fmt.Printf("team token: %s (Kubernetes RBAC: tenants and servers in namespace %s)\n", env.TeamTokenCommand(), env.TeamNamespace)
 	fmt.Printf("state:      %s (passphrase in %s)\n", env.Engine.BackendURL(), env.PassphraseFile)
 	fmt.Printf("logs:       %s\n", filepath.Join(env.Dir, "tfrs.log"))
 	fmt.Printf("shell:      source %s\n", env.EnvFile)

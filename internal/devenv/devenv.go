@@ -5,8 +5,10 @@
 package devenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,11 +21,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
+	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/internal/upstream"
@@ -66,6 +72,10 @@ type Env struct {
 	StateDir, PassphraseFile string
 	// EnvFile holds the exports that point a shell's tfrs and kubectl at this environment.
 	EnvFile string
+	// TeamNamespace and TeamServiceAccount are the demo team of team-rbac.yaml: its
+	// ServiceAccount's tokens (kubectl create token) may manage the tenants and servers of
+	// its namespace over the API, as RBAC allows, and nothing else.
+	TeamNamespace, TeamServiceAccount string
 
 	CP     *controlplane.ControlPlane
 	Engine *engine.Engine
@@ -121,6 +131,10 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	if err := installCRDs(ctx, e.CP.RESTConfig, log); err != nil {
 		return nil, err
 	}
+	if err := applyTeamRBAC(ctx, e.CP.RESTConfig); err != nil {
+		return nil, fmt.Errorf("team RBAC: %w", err)
+	}
+	e.TeamNamespace, e.TeamServiceAccount = TeamNamespace, TeamServiceAccount
 	kubeconfig, err := os.ReadFile(e.KubeconfigPath)
 	if err != nil {
 		return nil, err
@@ -182,9 +196,16 @@ func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Both auth modes: the admin token of Dir/api-token, and Kubernetes tokens of the control
+	// plane (the team's ServiceAccount), reviewed by the control plane's API server.
+	kube, err := server.NewKubernetesAuthForConfig(e.CP.RESTConfig, server.KubernetesOptions{Logger: log})
+	if err != nil {
+		return err
+	}
 	srv := server.New(server.Config{
 		Runner: e.Runner, Engine: e.Engine, Specs: specs, Logger: log,
 		Tokens:        []server.Token{{Value: e.Token, Role: server.RoleAdmin, Name: "dev"}},
+		Kubernetes:    kube,
 		ShutdownGrace: 30 * time.Second,
 		// The demo's examples point at the checkout's offline stand-ins.
 		Sources: devSources(o.Dir),
@@ -208,8 +229,46 @@ export TFRS_STATE_DIR=%q
 export TFRS_PASSPHRASE_FILE=%q
 export TFRS_API_URL=%q
 export TFRS_API_TOKEN="$(cat %q)"
-`, e.KubeconfigPath, e.StateDir, e.PassphraseFile, e.APIURL, filepath.Join(e.Dir, "api-token"))
+# The API also takes Kubernetes tokens (--auth kubernetes,static). The team's ServiceAccount may
+# manage tenants and servers in namespace %s only (Role tfrs-tenant-editor):
+#   TEAM_TOKEN="$(%s)"
+#   curl -H "Authorization: Bearer $TEAM_TOKEN" "$TFRS_API_URL/v1/namespaces/%s/tenants"
+`, e.KubeconfigPath, e.StateDir, e.PassphraseFile, e.APIURL, filepath.Join(e.Dir, "api-token"),
+		e.TeamNamespace, e.TeamTokenCommand(), e.TeamNamespace)
 	return os.WriteFile(e.EnvFile, []byte(body), 0o600)
+}
+
+// TeamTokenCommand is the kubectl command that prints a token of the team's ServiceAccount
+// (valid one hour) usable against the API.
+func (e *Env) TeamTokenCommand() string {
+	return fmt.Sprintf("kubectl create token %s -n %s --duration 1h", e.TeamServiceAccount, e.TeamNamespace)
+}
+
+// The demo team of team-rbac.yaml.
+const (
+	TeamNamespace      = "team-a"
+	TeamServiceAccount = "tenant-admin"
+)
+
+// teamRBAC is the demo team: a namespace, a ServiceAccount and the Role that lets it manage
+// the namespace's tenants and servers (previews included) over the API.
+//
+//go:embed team-rbac.yaml
+var teamRBAC []byte
+
+// applyTeamRBAC creates the objects of team-rbac.yaml.
+func applyTeamRBAC(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	return manifest.EachDocument(bytes.NewReader(teamRBAC), func(_ int, doc []byte) error {
+		var u unstructured.Unstructured
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			return err
+		}
+		return c.Create(ctx, &u)
+	})
 }
 
 // Stop stops the API (letting running operations finish within its grace), the operator,
