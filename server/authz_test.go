@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -463,4 +464,36 @@ func TestKubernetesAuthOverHTTP(t *testing.T) {
 	fk.setFail(nil)
 	require.Equal(t, http.StatusOK, sa(http.MethodGet, tenantsPath, nil).Code)
 	require.NotContains(t, h.logs.String(), saToken, "tokens never reach the log")
+}
+
+// TestOpenAPIDocumentsAuthAnswers: every route behind authentication documents 401, 429 and
+// 503 (a review may fail), and every authorized one 403 with the denied check.
+func TestOpenAPIDocumentsAuthAnswers(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(openapiJSON, &doc))
+	type operation struct {
+		Responses map[string]json.RawMessage `json:"responses"`
+	}
+	for path, ops := range doc.Paths {
+		if unauthenticated[path] {
+			continue
+		}
+		for method, raw := range ops {
+			if method == "parameters" {
+				continue
+			}
+			var op operation
+			require.NoError(t, json.Unmarshal(raw, &op))
+			want := []string{"401", "429", "503"}
+			if path != "/openapi.json" {
+				want = append(want, "403")
+			}
+			for _, code := range want {
+				require.Contains(t, op.Responses, code, "%s %s", method, path)
+			}
+		}
+	}
+	require.Contains(t, string(openapiJSON), `"denied": {`)
 }

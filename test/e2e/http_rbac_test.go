@@ -99,7 +99,7 @@ func TestHTTPKubernetesRBAC(t *testing.T) {
 	createSA(ctx, t, admin, "platform", "ops")
 	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "tfrs-cluster-admin"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"tfrs.io"}, Resources: []string{"tfrclusters"}, Verbs: []string{"get", "list", "create", "update", "delete"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"tfrs.io"}, Resources: []string{"tfrclusters"}, Verbs: []string{"get", "list", "create", "update", "delete"}}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	bindCluster(ctx, t, admin, "ops-tfrs-cluster-admin", "tfrs-cluster-admin", "platform", "ops")
