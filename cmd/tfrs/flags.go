@@ -37,15 +37,19 @@ func (f *stackFlags) bind(fs *pflag.FlagSet) {
 }
 
 // engine opens the engine the flags describe.
-func (f *stackFlags) engine(ctx context.Context) (*engine.Engine, error) {
+func (f *stackFlags) engine(ctx context.Context, extra ...func(*engine.Options)) (*engine.Engine, error) {
 	if f.parallel < 1 {
 		return nil, fmt.Errorf("%w: --parallel must be at least 1, got %d", errUsage, f.parallel)
 	}
-	return engine.New(ctx, engine.Options{
+	o := engine.Options{
 		BackendURL: f.backend, StateDir: f.stateDir, SecretsProvider: f.secretsProvider,
 		PassphraseFile: f.passphraseFile, AllowEmptyPassphrase: f.allowEmptyPassphrase,
 		MaxConcurrent: f.parallel,
-	})
+	}
+	for _, x := range extra {
+		x(&o)
+	}
+	return engine.New(ctx, o)
 }
 
 // runOptions reads the kubeconfig (its contents travel as secret stack config, so the

@@ -84,7 +84,7 @@ var selfIdentity = sync.OnceValue(func() identity {
 // probe, a lock from another machine is reported, never broken.
 type PodProbe interface {
 	// Leading reports whether this process holds the leader Lease now.
-	Leading() bool
+	Leading(ctx context.Context) bool
 	// PodGone reports whether the Pod no longer exists or is another Pod of the same name
 	// (another UID).
 	PodGone(ctx context.Context, pod PodRef) (bool, error)
@@ -128,7 +128,7 @@ func recordGone(ctx context.Context, r ownerRecord, l liveness) (bool, string) {
 		return false, fmt.Sprintf("pid %d on this machine is still running", r.PID)
 	}
 	if r.Pod != nil {
-		if l.pods == nil || !l.pods.Leading() {
+		if l.pods == nil || !l.pods.Leading(ctx) {
 			return false, fmt.Sprintf("held by pod %s; only the operator holding the leader Lease may break it", r.Pod)
 		}
 		gone, err := l.pods.PodGone(ctx, *r.Pod)

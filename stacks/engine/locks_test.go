@@ -34,7 +34,7 @@ type fakePods struct {
 	asked   []PodRef
 }
 
-func (f *fakePods) Leading() bool { return f.leading }
+func (f *fakePods) Leading(context.Context) bool { return f.leading }
 func (f *fakePods) PodGone(_ context.Context, p PodRef) (bool, error) {
 	f.asked = append(f.asked, p)
 	return f.gone, f.err
