@@ -60,7 +60,7 @@ func TestLeaderPods(t *testing.T) {
 	assert.False(t, standby.Leading(ctx), "a standby never breaks another pod's lock")
 	defer func() { stopStandby(); <-standbyDone }()
 
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tfrs-lost-replica", Namespace: "tfrs-system"},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tfrs-lost-replica", Namespace: itNamespace},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tfrs", Image: "tfrs"}}}}
 	require.NoError(t, e.c.Create(ctx, pod))
 	ref := engine.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
