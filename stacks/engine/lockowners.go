@@ -190,6 +190,12 @@ func (e *Engine) recordOwner(pid int) func() {
 	}
 }
 
+// RecordLockOwner records pid, a process of this machine that the caller started and that may
+// take a stack's backend lock (a `pulumi` run by a wrapper beside TFRS, say), so that a lock it
+// leaves behind can be proven stale like the engine's own. release removes the record; call it
+// when the process exited by itself.
+func (e *Engine) RecordLockOwner(pid int) (release func()) { return e.recordOwner(pid) }
+
 // ownerRecords lists the records that can stand for a lock's host and pid.
 func (e *Engine) ownerRecords(ctx context.Context, lock LockOwner) ([]ownerRecord, []string, error) {
 	b, err := e.bucket(ctx)
