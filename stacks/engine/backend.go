@@ -46,6 +46,9 @@ type Options struct {
 	// are reported, never broken: liveness elsewhere cannot be proven from here. Locks of this
 	// machine and pid namespace are checked exactly (lockowners.go).
 	Pods PodProbe
+	// HistoryLimit is how many updates of history and checkpoint backups each stack keeps in
+	// the backend (history.go). Zero means DefaultHistoryLimit (20); negative keeps everything.
+	HistoryLimit int
 	// DataBearing lists resource type-token prefixes whose interrupted creates need a human
 	// decision. Default: CNPG clusters, MinIO tenants, PVCs.
 	DataBearing []string
