@@ -3,14 +3,17 @@ package operator
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +26,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/google/uuid"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
@@ -202,6 +206,38 @@ type ManagerOptions struct {
 	// GracefulShutdownTimeout is how long running operations may wind down on shutdown
 	// (default 2m15s: the engine's cancel grace plus a margin).
 	GracefulShutdownTimeout time.Duration
+	// Identity is this replica's name in the Lease (default NewIdentity()); NewLeaderPods
+	// compares the Lease's holder with it.
+	Identity string
+}
+
+// NewIdentity is a unique Lease holder identity, "<hostname>_<uuid>" as controller-runtime
+// makes it.
+func NewIdentity() string {
+	h, _ := os.Hostname()
+	return h + "_" + uuid.NewString()
+}
+
+// leaseLock is the Lease lock controller-runtime would make, with mo.Identity as holder.
+func leaseLock(cfg *rest.Config, mo ManagerOptions) (resourcelock.Interface, error) {
+	ns := mo.LeaderElectionNamespace
+	if ns == "" {
+		ns = podNamespace()
+	}
+	if ns == "" {
+		return nil, errors.New("leader election: the Lease namespace is unknown outside a pod: set --leader-election-namespace")
+	}
+	id := mo.Identity
+	if id == "" {
+		id = NewIdentity()
+	}
+	cfg = rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election")
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, ns, LeaderElectionID, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: id})
 }
 
 // LeaderElectionID names the Lease the replicas compete for.
@@ -230,13 +266,21 @@ func NewManager(cfg *rest.Config, mo ManagerOptions) (manager.Manager, error) {
 	if grace <= 0 {
 		grace = 2*time.Minute + 15*time.Second
 	}
+	var lock resourcelock.Interface
+	if mo.LeaderElection {
+		// Our own Lease lock, so this replica knows its identity (leaderPods checks it).
+		if lock, err = leaseLock(cfg, mo); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: mo.MetricsBindAddress},
-		HealthProbeBindAddress:  mo.HealthProbeBindAddress,
-		LeaderElection:          mo.LeaderElection,
-		LeaderElectionID:        LeaderElectionID,
-		LeaderElectionNamespace: mo.LeaderElectionNamespace,
+		LeaderElectionResourceLockInterface: lock,
+		Scheme:                              scheme,
+		Metrics:                             metricsserver.Options{BindAddress: mo.MetricsBindAddress},
+		HealthProbeBindAddress:              mo.HealthProbeBindAddress,
+		LeaderElection:                      mo.LeaderElection,
+		LeaderElectionID:                    LeaderElectionID,
+		LeaderElectionNamespace:             mo.LeaderElectionNamespace,
 		// Stack operations are stopped (jobs.Start) before the lease is released, so the next
 		// leader never overlaps with this one.
 		LeaderElectionReleaseOnCancel: true,

@@ -416,6 +416,7 @@ func TestOperatorEndToEnd(t *testing.T) {
 
 	step("a lock held by another process is waited out", func(t *testing.T) {
 		holder := fakePulumi(t)
+		op.eng.RecordLockOwner(holder.Process.Pid) // as a wrapper that ran it would
 		writeLock(t, e.backendDir, "tenant."+itNamespace+".acme", holder.Process.Pid)
 		tn.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "lock-1"}
 		require.NoError(t, e.c.Update(ctx, tn))
@@ -506,20 +507,12 @@ func TestOperatorEndToEnd(t *testing.T) {
 	})
 }
 
-// fakePulumi starts a live process that looks like the Pulumi CLI (the engine checks the
-// name of a lock holder's executable) and holds nothing but its pid.
+// fakePulumi starts a live process that stands for a Pulumi CLI and holds nothing but its pid.
 func fakePulumi(t *testing.T) *exec.Cmd {
 	t.Helper()
-	sleepBin, err := exec.LookPath("sleep")
-	require.NoError(t, err)
-	b, err := os.ReadFile(sleepBin)
-	require.NoError(t, err)
-	fake := filepath.Join(t.TempDir(), "pulumi")
-	require.NoError(t, os.WriteFile(fake, b, 0o700))
-	cmd := exec.Command(fake, "600")
+	cmd := exec.Command("sleep", "600")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	time.Sleep(1100 * time.Millisecond) // the lock must be younger than its holder
 	return cmd
 }
 

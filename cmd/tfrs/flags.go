@@ -21,7 +21,7 @@ import (
 type stackFlags struct {
 	backend, stateDir, secretsProvider, passphraseFile string
 	allowEmptyPassphrase                               bool
-	parallel                                           int
+	parallel, historyLimit                             int
 	kubeconfig, kubeContext                            string
 }
 
@@ -32,20 +32,25 @@ func (f *stackFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.passphraseFile, "passphrase-file", "", "file holding the state passphrase (default: env TFRS_PASSPHRASE, TFRS_PASSPHRASE_FILE)")
 	fs.BoolVar(&f.allowEmptyPassphrase, "allow-empty-passphrase", os.Getenv("TFRS_ALLOW_EMPTY_PASSPHRASE") == "true", "development only: accept an empty passphrase (secrets in the state are then not protected)")
 	fs.IntVar(&f.parallel, "parallel", 4, "operations running at once across all stacks")
+	fs.IntVar(&f.historyLimit, "history-limit", engine.DefaultHistoryLimit, "updates of history and checkpoint backups kept per stack in the backend (negative: keep all)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file the programs apply to (env KUBECONFIG; empty: in-cluster config)")
 	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
 }
 
 // engine opens the engine the flags describe.
-func (f *stackFlags) engine(ctx context.Context) (*engine.Engine, error) {
+func (f *stackFlags) engine(ctx context.Context, extra ...func(*engine.Options)) (*engine.Engine, error) {
 	if f.parallel < 1 {
 		return nil, fmt.Errorf("%w: --parallel must be at least 1, got %d", errUsage, f.parallel)
 	}
-	return engine.New(ctx, engine.Options{
+	o := engine.Options{
 		BackendURL: f.backend, StateDir: f.stateDir, SecretsProvider: f.secretsProvider,
 		PassphraseFile: f.passphraseFile, AllowEmptyPassphrase: f.allowEmptyPassphrase,
-		MaxConcurrent: f.parallel,
-	})
+		MaxConcurrent: f.parallel, HistoryLimit: f.historyLimit,
+	}
+	for _, x := range extra {
+		x(&o)
+	}
+	return engine.New(ctx, o)
 }
 
 // runOptions reads the kubeconfig (its contents travel as secret stack config, so the

@@ -15,6 +15,7 @@ import (
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/tfrs-io/tfrs-operator/operator"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // operatorFlags are the manager's own flags; the stack flags (backend, secrets, parallel,
@@ -82,19 +83,23 @@ func runOperator(ctx context.Context, cmd *cobra.Command, f *operatorFlags) erro
 	if err := installFetcher(pol, f.stack.stateDir); err != nil {
 		return err
 	}
-	eng, err := f.stack.engine(ctx)
+	mo := operator.ManagerOptions{
+		MetricsBindAddress: f.metricsAddr, HealthProbeBindAddress: f.probeAddr,
+		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderElectionNamespace,
+		Identity: operator.NewIdentity(),
+	}
+	mgr, err := operator.NewManager(cfg, mo)
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
-
-	mgr, err := operator.NewManager(cfg, operator.ManagerOptions{
-		MetricsBindAddress: f.metricsAddr, HealthProbeBindAddress: f.probeAddr,
-		LeaderElection: f.leaderElect, LeaderElectionNamespace: f.leaderElectionNamespace,
+	// The leader may break a backend lock whose owner Pod is gone (a replica lost mid-run).
+	eng, err := f.stack.engine(ctx, func(o *engine.Options) {
+		o.Pods = operator.NewLeaderPods(mgr, mo)
 	})
 	if err != nil {
 		return err
 	}
+	defer eng.Close()
 	if _, err := operator.Setup(ctx, mgr, operator.Options{
 		Sources: pol,
 		Engine:  eng, Run: run,

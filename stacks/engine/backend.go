@@ -41,10 +41,14 @@ type Options struct {
 	// CancelGrace is how long a canceled operation may take to wind down after SIGINT (Pulumi
 	// finishes in-flight steps and saves state) before it is killed. Default 2 minutes.
 	CancelGrace time.Duration
-	// ForeignLockTimeout lets the engine break a backend lock taken on another host once it is
-	// older than this. Zero (the default) never breaks a foreign lock, because liveness of a
-	// process elsewhere cannot be proven from here. Same-host locks are checked exactly.
-	ForeignLockTimeout time.Duration
+	// Pods lets the engine break a backend lock whose owner ran in another Pod, once that Pod is
+	// gone and this process holds the leader Lease (the operator sets it). Without it such locks
+	// are reported, never broken: liveness elsewhere cannot be proven from here. Locks of this
+	// machine and pid namespace are checked exactly (lockowners.go).
+	Pods PodProbe
+	// HistoryLimit is how many updates of history and checkpoint backups each stack keeps in
+	// the backend (history.go). Zero means DefaultHistoryLimit (20); negative keeps everything.
+	HistoryLimit int
 	// DataBearing lists resource type-token prefixes whose interrupted creates need a human
 	// decision. Default: CNPG clusters, MinIO tenants, PVCs.
 	DataBearing []string

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,6 +33,11 @@ type pulumiCLI struct {
 
 	calls atomic.Int64
 	nanos atomic.Int64
+
+	// onLockingStart is called with the pid of every started CLI process that may take the
+	// backend lock; the func it returns runs when that process exited by itself (not by a
+	// signal). The engine records lock owners with it (lockowners.go).
+	onLockingStart func(pid int) (exited func())
 }
 
 var _ auto.PulumiCommand = (*pulumiCLI)(nil)
@@ -168,7 +174,7 @@ func (c *pulumiCLI) Run(ctx context.Context, workdir string, stdin io.Reader,
 	cmd.WaitDelay = c.grace
 
 	start := time.Now()
-	err := cmd.Run()
+	err := c.run(cmd, args)
 	c.calls.Add(1)
 	c.nanos.Add(int64(time.Since(start)))
 	code := -2
@@ -178,6 +184,52 @@ func (c *pulumiCLI) Run(ctx context.Context, workdir string, stdin io.Reader,
 		code = ee.ExitCode()
 	}
 	return stdout.String(), stderr.String(), code, err
+}
+
+// run starts and waits for cmd, recording the owner of any lock it may take.
+func (c *pulumiCLI) run(cmd *exec.Cmd, args []string) error {
+	if c.onLockingStart == nil || !takesLock(args) {
+		return cmd.Run()
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := c.onLockingStart(cmd.Process.Pid)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if err == nil || (errors.As(err, &ee) && !signaled(ee)) {
+		exited()
+	}
+	return err
+}
+
+func signaled(ee *exec.ExitError) bool {
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
+// takesLock: the CLI commands whose DIY backend operation locks the stack (pkg/backend/diy:
+// Update, Refresh, Destroy, Import, stack import/rm/rename). Previews and reads do not lock.
+func takesLock(args []string) bool {
+	var words []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+			if len(words) == 2 {
+				break
+			}
+		}
+	}
+	if len(words) == 0 {
+		return false
+	}
+	switch words[0] {
+	case "up", "update", "refresh", "destroy", "import":
+		return true
+	case "stack":
+		return len(words) > 1 && (words[1] == "import" || words[1] == "rm" || words[1] == "rename")
+	}
+	return false
 }
 
 // environ is the process env minus the variables the engine controls, plus the engine's env,

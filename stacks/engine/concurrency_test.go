@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -231,6 +232,19 @@ func TestS3SharedBackendTwoProcesses(t *testing.T) {
 	res, err = e2.Up(tctx(t, 2*time.Minute), Request{Stack: stack, Program: outputsProgram("from-e2")})
 	require.NoError(t, err)
 	assert.Equal(t, "from-e2", res.Outputs.String("plain"))
+
+	// A holder killed outright leaves its lock in the bucket; its owner record (also in the
+	// bucket) proves it gone, and exactly that lock is deleted through S3.
+	spec.HoldFile, spec.ReleaseFile = filepath.Join(dir, "hold2"), filepath.Join(dir, "release2")
+	holder = startChild(t, spec)
+	waitFile(t, spec.HoldFile, 2*time.Minute)
+	holder.kill()
+	res, err = e2.Up(tctx(t, 2*time.Minute), Request{Stack: stack, Program: outputsProgram("after-kill")})
+	require.NoError(t, err)
+	require.NotNil(t, res.Recovery)
+	require.Len(t, res.Recovery.BrokenLocks, 1)
+	assert.Contains(t, res.Recovery.BrokenLocks[0].Location, "s3://")
+	assert.Equal(t, "after-kill", res.Outputs.String("plain"))
 }
 
 // lockDir is where the file backend keeps a stack's lock files.
@@ -239,16 +253,34 @@ func lockDir(e *Engine, stack string) string {
 	return filepath.Join(dir, ".pulumi", "locks", "organization", ProjectName, stack)
 }
 
-func writeLock(t *testing.T, e *Engine, stack string, pid int, host string, at time.Time) {
+// writeLock plants a Pulumi lock file as the CLI writes it and returns its path.
+func writeLock(t *testing.T, e *Engine, stack string, pid int, host string, at time.Time) string {
 	t.Helper()
 	dir := lockDir(e, stack)
 	require.NoError(t, os.MkdirAll(dir, 0o700))
 	b, _ := json.Marshal(map[string]any{"pid": pid, "username": "someone", "hostname": host, "timestamp": at})
-	require.NoError(t, os.WriteFile(filepath.Join(dir, uuid.NewString()+".json"), b, 0o600))
+	p := filepath.Join(dir, uuid.NewString()+".json")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return p
 }
 
-// TestStaleLocks: a lock whose owner is gone is broken; a live owner's lock is a conflict; a
-// foreign host's lock is only broken past ForeignLockTimeout.
+// writeRecord plants an owner record as the engine writes it for a CLI it started.
+func writeRecord(t *testing.T, e *Engine, r ownerRecord) {
+	t.Helper()
+	b, err := e.bucket(context.Background())
+	require.NoError(t, err)
+	body, _ := json.Marshal(r)
+	require.NoError(t, b.WriteAll(context.Background(), ownerRecordKey(r), body, nil))
+}
+
+// localRecord is the record of a process of this machine and pid namespace.
+func localRecord(pid int) ownerRecord {
+	me := selfIdentity()
+	return ownerRecord{Host: me.Host, PID: pid, BootID: me.BootID, PIDNS: me.PIDNS, StartTicks: lookupProc(pid).startTicks}
+}
+
+// TestStaleLocks: a lock is broken only when its owner is provably gone, and then only that
+// lock; everything else is a conflict that says why.
 func TestStaleLocks(t *testing.T) {
 	e := newEngine(t, Options{})
 	const stack = "cluster.locks"
@@ -256,43 +288,156 @@ func TestStaleLocks(t *testing.T) {
 	_, err := e.Up(tctx(t, time.Minute), req)
 	require.NoError(t, err)
 
-	// Dead owner on this host.
+	// A dead TFRS-run CLI of this machine: broken, with its record.
 	dead := exec.Command("true")
-	require.NoError(t, dead.Run())
+	require.NoError(t, dead.Start())
+	rec := localRecord(dead.Process.Pid)
+	require.NoError(t, dead.Wait())
+	writeRecord(t, e, rec)
 	writeLock(t, e, stack, dead.Process.Pid, hostname(), time.Now())
 	res, err := e.Up(tctx(t, time.Minute), req)
 	require.NoError(t, err)
 	require.NotNil(t, res.Recovery)
 	require.Len(t, res.Recovery.BrokenLocks, 1)
 	assert.Equal(t, dead.Process.Pid, res.Recovery.BrokenLocks[0].PID)
+	recs, _, err := e.ownerRecords(context.Background(), res.Recovery.BrokenLocks[0])
+	require.NoError(t, err)
+	assert.Empty(t, recs, "the broken lock's record goes with it")
 
-	// A live process that looks like the Pulumi CLI and predates the lock.
-	fake := filepath.Join(t.TempDir(), "pulumi")
-	sleepBin, err := exec.LookPath("sleep")
-	require.NoError(t, err)
-	b, err := os.ReadFile(sleepBin)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(fake, b, 0o700))
-	live := exec.Command(fake, "120")
-	require.NoError(t, live.Start())
-	time.Sleep(1100 * time.Millisecond)
-	writeLock(t, e, stack, live.Process.Pid, hostname(), time.Now())
+	// The same dead pid without a record (a stock CLI, or a process killed before it recorded
+	// itself): reported, never guessed.
+	p := writeLock(t, e, stack, dead.Process.Pid, hostname(), time.Now())
 	_, err = e.Up(tctx(t, time.Minute), req)
 	require.ErrorIs(t, err, ErrConflict)
-	assert.Contains(t, err.Error(), fmt.Sprintf("pid %d", live.Process.Pid))
+	assert.Contains(t, err.Error(), "no TFRS owner record")
+	require.NoError(t, os.Remove(p))
+
+	// A live process with a matching record: a conflict until it is gone.
+	live := exec.Command("sleep", "120")
+	require.NoError(t, live.Start())
+	writeRecord(t, e, localRecord(live.Process.Pid))
+	writeLock(t, e, stack, live.Process.Pid, hostname(), time.Now().Add(-time.Hour)) // a clock step changes nothing
+	_, err = e.Up(tctx(t, time.Minute), req)
+	require.ErrorIs(t, err, ErrConflict)
+	assert.Contains(t, err.Error(), fmt.Sprintf("pid %d on this machine is still running", live.Process.Pid))
 	require.NoError(t, live.Process.Kill())
 	_ = live.Wait()
-	_, err = e.Up(tctx(t, time.Minute), req)
+	res, err = e.Up(tctx(t, time.Minute), req)
 	require.NoError(t, err, "once the owner is gone the lock is broken")
+	require.Len(t, res.Recovery.BrokenLocks, 1)
 
-	// A lock from another host is respected…
-	writeLock(t, e, stack, 1, "some-other-host", time.Now().Add(-time.Hour))
+	// A container that shares this hostname but not the pid namespace: its pid means nothing
+	// here, so even a pid that is dead here is not proof.
+	other := localRecord(dead.Process.Pid)
+	other.PIDNS = "pid:[4026530000]"
+	writeRecord(t, e, other)
+	p = writeLock(t, e, stack, dead.Process.Pid, hostname(), time.Now())
 	_, err = e.Up(tctx(t, time.Minute), req)
 	require.ErrorIs(t, err, ErrConflict)
-	// …unless the caller opted into a timeout and it is older.
-	e2 := newEngine(t, Options{StateDir: e.opts.StateDir, ForeignLockTimeout: 30 * time.Minute})
-	res, err = e2.Up(tctx(t, time.Minute), req)
+	assert.Contains(t, err.Error(), "cannot be proven")
+	require.NoError(t, os.Remove(p))
+
+	// A pod on another machine: only the leader, and only once the Pod is gone.
+	pod := ownerRecord{Host: "tfrs-operator-5d8", PID: 17, BootID: "another-kernel", PIDNS: "pid:[1]",
+		Pod: &PodRef{Namespace: "tfrs-system", Name: "tfrs-operator-5d8", UID: "uid-1"}}
+	writeRecord(t, e, pod)
+	writeLock(t, e, stack, 17, "tfrs-operator-5d8", time.Now())
+	_, err = e.Up(tctx(t, time.Minute), req)
+	require.ErrorIs(t, err, ErrConflict)
+	assert.Contains(t, err.Error(), "leader Lease")
+	pods := &fakePods{leading: true, gone: false}
+	leader := newEngine(t, Options{StateDir: e.opts.StateDir, Pods: pods})
+	_, err = leader.Up(tctx(t, time.Minute), req)
+	require.ErrorIs(t, err, ErrConflict)
+	assert.Contains(t, err.Error(), "which still exists")
+	pods.gone = true
+	res, err = leader.Up(tctx(t, time.Minute), req)
 	require.NoError(t, err)
-	require.NotNil(t, res.Recovery)
-	assert.Equal(t, "some-other-host", res.Recovery.BrokenLocks[0].Host)
+	require.Len(t, res.Recovery.BrokenLocks, 1)
+	assert.Equal(t, "tfrs-operator-5d8", res.Recovery.BrokenLocks[0].Host)
+	assert.Contains(t, pods.asked, *pod.Pod)
+	entries, err := os.ReadDir(lockDir(e, stack))
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no lock left behind")
+}
+
+// TestBreakOnlyTheStaleLock: two breakers judged the same dead lock stale; the first deletes
+// it and takes the stack, the second must not delete the first one's live lock.
+func TestBreakOnlyTheStaleLock(t *testing.T) {
+	e := newEngine(t, Options{})
+	const stack = "cluster.breakers"
+	deadCmd := exec.Command("true")
+	require.NoError(t, deadCmd.Run())
+	stale := writeLock(t, e, stack, deadCmd.Process.Pid, hostname(), time.Now().Truncate(time.Second))
+	owner := LockOwner{Host: hostname(), PID: deadCmd.Process.Pid, Time: time.Now().Truncate(time.Second),
+		Location: "file://" + stale + "?metadata=skip"}
+	b, _ := os.ReadFile(stale)
+	var content struct {
+		Time time.Time `json:"timestamp"`
+	}
+	require.NoError(t, json.Unmarshal(b, &content))
+	owner.Time = content.Time
+
+	deleted, err := e.breakLock(context.Background(), stack, owner)
+	require.NoError(t, err)
+	assert.True(t, deleted, "the first breaker removes the stale lock")
+	// The first breaker's run now holds its own lock.
+	liveLock := writeLock(t, e, stack, osGetpid(), hostname(), time.Now())
+	deleted, err = e.breakLock(context.Background(), stack, owner)
+	require.NoError(t, err)
+	assert.False(t, deleted, "the second breaker finds its stale lock gone")
+	assert.FileExists(t, liveLock, "and leaves the live lock alone")
+
+	// A lock file that now says something else is not the one judged: left alone.
+	forged := owner
+	forged.Location = "file://" + liveLock
+	deleted, err = e.breakLock(context.Background(), stack, forged)
+	require.NoError(t, err)
+	assert.False(t, deleted)
+	assert.FileExists(t, liveLock)
+	require.NoError(t, os.Remove(liveLock))
+}
+
+// TestTwoEnginesBreakOneDeadLock: two engines on one backend meet the same dead lock at once:
+// it is broken exactly once, and the stack is never run by both at the same time.
+func TestTwoEnginesBreakOneDeadLock(t *testing.T) {
+	e1 := newEngine(t, Options{})
+	e2 := newEngine(t, Options{StateDir: e1.opts.StateDir})
+	const stack = "cluster.twobreakers"
+	_, err := e1.Up(tctx(t, time.Minute), Request{Stack: stack, Program: emptyProgram})
+	require.NoError(t, err)
+	dead := exec.Command("true")
+	require.NoError(t, dead.Start())
+	rec := localRecord(dead.Process.Pid)
+	require.NoError(t, dead.Wait())
+	writeRecord(t, e1, rec)
+	writeLock(t, e1, stack, dead.Process.Pid, hostname(), time.Now())
+
+	type result struct {
+		res *Result
+		err error
+	}
+	out := make(chan result, 2)
+	for _, e := range []*Engine{e1, e2} {
+		go func() {
+			r, err := e.Up(tctx(t, 2*time.Minute), Request{Stack: stack, Program: emptyProgram})
+			out <- result{r, err}
+		}()
+	}
+	broken, ok := 0, 0
+	for range 2 {
+		r := <-out
+		if r.err != nil {
+			require.ErrorIs(t, r.err, ErrConflict, "the loser meets the winner's live lock")
+			continue
+		}
+		ok++
+		if r.res.Recovery != nil {
+			broken += len(r.res.Recovery.BrokenLocks)
+		}
+	}
+	assert.GreaterOrEqual(t, ok, 1, "one of them proceeds")
+	assert.Equal(t, 1, broken, "the dead lock is broken exactly once")
+	_, err = e1.Up(tctx(t, time.Minute), Request{Stack: stack, Program: emptyProgram})
+	require.NoError(t, err, "the stack is consistent and unlocked afterwards")
 }

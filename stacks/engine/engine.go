@@ -105,6 +105,8 @@ type Engine struct {
 	closed  chan struct{}
 	running sync.WaitGroup
 	once    sync.Once
+
+	bucketState // the backend opened in-process (bucket.go)
 }
 
 // New validates options, finds the tools and checks the CLI. It fails with ErrToolsMissing
@@ -129,6 +131,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if e.cli, err = newPulumiCLI(ctx, r.pulumiBin, r.CancelGrace, func() map[string]string { return base }, r.StateDir); err != nil {
 		return nil, err
 	}
+	e.cli.onLockingStart = e.recordOwner
 	workBase := filepath.Join(r.StateDir, "work")
 	if err := os.MkdirAll(workBase, 0o700); err != nil {
 		return nil, fmt.Errorf("create work dir: %w", err)
@@ -155,6 +158,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 func (e *Engine) Close() error {
 	e.once.Do(func() { close(e.closed) })
 	e.running.Wait()
+	if e.bkt != nil {
+		_ = e.bkt.Close()
+	}
 	return os.RemoveAll(e.workRoot)
 }
 

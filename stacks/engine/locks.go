@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,8 +26,8 @@ import (
 // reconciling.
 //
 // Across processes and hosts, Pulumi's backend lock (a lock file in the state bucket) decides.
-// A lock held by a live process is ErrConflict. A lock whose owner is provably gone is broken:
-// see (LockOwner).stale.
+// A lock held by a live process is ErrConflict. A lock whose owner is provably gone is broken,
+// that one lock and no other: see lockowners.go.
 
 // slot serialises operations on one stack in this process and caches its workspace.
 type slot struct {
@@ -112,9 +111,8 @@ func parseLockOwners(stderr string) []LockOwner {
 
 // procInfo is what the engine can learn about a local pid.
 type procInfo struct {
-	alive bool
-	start time.Time // zero when unknown
-	exe   string    // base name of the executable, "" when unknown
+	alive      bool
+	startTicks uint64 // start in clock ticks after boot; 0 when unknown
 }
 
 // lookupProc is a variable so tests can fake process tables.
@@ -127,17 +125,11 @@ var lookupProc = func(pid int) procInfo {
 	}
 	pi := procInfo{alive: true}
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		pi.start = procStart(b)
+		pi.startTicks = procStartTicks(b)
 		// A zombie holds its pid but will never release a lock.
 		if st := procState(b); st == "Z" || st == "X" {
 			pi.alive = false
 		}
-	}
-	if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil {
-		pi.exe = filepath.Base(strings.TrimSuffix(exe, " (deleted)"))
-	} else if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-		arg0, _, _ := bytes.Cut(b, []byte{0})
-		pi.exe = filepath.Base(string(arg0))
 	}
 	return pi
 }
@@ -151,72 +143,26 @@ func procState(stat []byte) string {
 	return string(stat[i+2 : i+3])
 }
 
-// procStart reads field 22 (start time in clock ticks after boot) of /proc/<pid>/stat. The
-// command name (field 2) may hold spaces, so fields are counted after its closing paren.
-func procStart(stat []byte) time.Time {
+// procStartTicks reads field 22 (start time in clock ticks after boot) of /proc/<pid>/stat.
+// The command name (field 2) may hold spaces, so fields are counted after its closing paren.
+// Ticks since boot do not move when the wall clock is stepped.
+func procStartTicks(stat []byte) uint64 {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return time.Time{}
+		return 0
 	}
 	f := strings.Fields(string(stat[i+1:]))
 	if len(f) < 20 {
-		return time.Time{}
+		return 0
 	}
-	ticks, err := strconv.ParseInt(f[19], 10, 64)
+	ticks, err := strconv.ParseUint(f[19], 10, 64)
 	if err != nil {
-		return time.Time{}
+		return 0
 	}
-	boot := bootTime()
-	if boot.IsZero() {
-		return time.Time{}
-	}
-	// USER_HZ is 100 on every Linux architecture Go supports.
-	return boot.Add(time.Duration(ticks) * (time.Second / 100))
+	return ticks
 }
-
-var bootOnce = sync.OnceValue(func() time.Time {
-	b, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return time.Time{}
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "btime "); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err == nil {
-				return time.Unix(n, 0)
-			}
-		}
-	}
-	return time.Time{}
-})
-
-func bootTime() time.Time { return bootOnce() }
 
 var hostname = sync.OnceValue(func() string {
 	h, _ := os.Hostname()
 	return h
 })
-
-// stale reports whether the lock's owner is provably gone, and why. The proof is local: the
-// lock names this host, and its pid is dead, a zombie, not a pulumi process, or a process that
-// started after the lock was taken (the pid was reused). A lock from another host is only
-// stale past foreignTimeout (when set), because a remote process's liveness cannot be seen.
-func (o LockOwner) stale(now time.Time, foreignTimeout time.Duration) (bool, string) {
-	if o.Host != hostname() {
-		if foreignTimeout > 0 && !o.Time.IsZero() && now.Sub(o.Time) > foreignTimeout {
-			return true, fmt.Sprintf("lock from host %s is older than %s", o.Host, foreignTimeout)
-		}
-		return false, ""
-	}
-	pi := lookupProc(o.PID)
-	switch {
-	case !pi.alive:
-		return true, fmt.Sprintf("pid %d is gone", o.PID)
-	case pi.exe != "" && !strings.HasPrefix(pi.exe, "pulumi"):
-		return true, fmt.Sprintf("pid %d is now %s, not pulumi", o.PID, pi.exe)
-	case !pi.start.IsZero() && !o.Time.IsZero() && pi.start.After(o.Time.Add(2*time.Second)):
-		// The lock time has second precision and ticks are 10 ms: 2 s of slack.
-		return true, fmt.Sprintf("pid %d was reused (started %s, after the lock)", o.PID, pi.start.Format(time.RFC3339))
-	}
-	return false, ""
-}

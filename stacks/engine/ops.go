@@ -151,6 +151,9 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	}
 	col.emit(EventStart, fmt.Sprintf("%s %s", op, req.Stack))
 	err = body(sw, col, rec)
+	if op != OpPreview {
+		e.pruneHistory(ctx, req.Stack)
+	}
 	col.drain(5 * time.Second)
 	res := &Result{Stack: req.Stack, Operation: op}
 	col.finish(res)
@@ -319,7 +322,9 @@ func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			hist, histErr = e.history(ctx, ws, stack, 20)
+			// The pruned history keeps the newest update however many refreshes followed it
+			// (history.go); read far enough back to meet it.
+			hist, histErr = e.history(ctx, ws, stack, max(20, e.opts.HistoryLimit+1))
 		}()
 		tags, err := ws.ListTags(ctx, stack)
 		wg.Wait()

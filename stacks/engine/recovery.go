@@ -436,41 +436,74 @@ func (e *Engine) editPending(raw json.RawMessage, decisions map[string]Decision)
 	return out, adopted, forgotten, err
 }
 
-// withLock runs a CLI command that takes the backend lock. If the lock is held, and every
-// holder is provably gone (see LockOwner.stale), the locks are removed with `pulumi cancel` and
-// the command is retried once. Otherwise the result is ErrConflict naming the holders.
+// withLock runs a CLI command that takes the backend lock. If the lock is held and every holder
+// is provably gone (judgeLock), exactly those locks are deleted and the command runs again; a
+// second breaker of the same dead lock finds it gone and meets the first breaker's live lock
+// instead. Otherwise the result is ErrConflict naming the holder and why it is not gone.
 func (e *Engine) withLock(ctx context.Context, op OpKind, sw *stackWorkspace, name string, col *collector, rec *Recovery, run func() error) error {
-	err := run()
-	if err == nil || !isLockConflict(err) || ctx.Err() != nil {
-		if err != nil {
+	for round := 0; ; round++ {
+		err := run()
+		if err == nil {
+			return nil
+		}
+		if !isLockConflict(err) || ctx.Err() != nil || round == maxBreakRounds {
 			return classify(ctx, op, name, err, e.red, col.errors())
 		}
-		return nil
-	}
-	oe := classify(ctx, op, name, err, e.red, nil)
-	if len(oe.Owners) == 0 {
-		return oe
-	}
-	now := time.Now()
-	var reasons []string
-	for _, o := range oe.Owners {
-		stale, why := o.stale(now, e.opts.ForeignLockTimeout)
-		if !stale {
-			oe.Detail = fmt.Sprintf("locked by %s", o)
+		oe := classify(ctx, op, name, err, e.red, nil)
+		if len(oe.Owners) == 0 {
 			return oe
 		}
+		if err := e.breakStale(ctx, name, oe, col, rec); err != nil {
+			return err
+		}
+	}
+}
+
+// maxBreakRounds bounds break-and-retry: each round breaks only locks proven stale, so a
+// third conflict means live processes keep taking the stack.
+const maxBreakRounds = 2
+
+// breakStale judges every holder of the lock conflict oe and, when all are gone, deletes their
+// locks and owner records. It returns oe (with the reason) when any holder is not provably gone.
+func (e *Engine) breakStale(ctx context.Context, name string, oe *OpError, col *collector, rec *Recovery) error {
+	l := liveness{me: selfIdentity(), proc: lookupProc, pods: e.opts.Pods}
+	recKeys := map[int][]string{}
+	var reasons []string
+	for i, o := range oe.Owners {
+		if held, err := e.lockHeld(ctx, name, o); err == nil && !held {
+			// Released since the CLI listed it (its owner exited by itself): nothing to break.
+			continue
+		}
+		recs, keys, err := e.ownerRecords(ctx, o)
+		if err != nil {
+			oe.Detail = fmt.Sprintf("locked by %s; its owner records could not be read: %s", o, e.red.redact(err.Error()))
+			return oe
+		}
+		stale, why := judgeLock(ctx, o, recs, l)
+		if !stale {
+			oe.Detail = fmt.Sprintf("locked by %s: %s", o, why)
+			return oe
+		}
+		recKeys[i] = keys
 		reasons = append(reasons, fmt.Sprintf("%s (%s)", o, why))
 	}
-	// Every holder is gone. `pulumi cancel` on a DIY backend deletes the stack's lock files.
-	if err := sw.st.Cancel(ctx); err != nil {
-		return classify(ctx, op, name, err, e.red, nil)
+	for i, o := range oe.Owners {
+		if _, judged := recKeys[i]; !judged {
+			continue
+		}
+		deleted, err := e.breakLock(ctx, name, o)
+		if err != nil {
+			return opErr(oe.Op, name, ErrConflict, "locked by %s, which is gone, but its lock could not be removed: %s", o, e.red.redact(err.Error()))
+		}
+		e.removeRecords(ctx, recKeys[i])
+		if deleted {
+			rec.BrokenLocks = append(rec.BrokenLocks, o)
+		}
 	}
-	rec.BrokenLocks = append(rec.BrokenLocks, oe.Owners...)
-	msg := "removed stale backend lock: " + strings.Join(reasons, "; ")
-	col.emit(EventRecovery, msg)
-	e.opts.Logger.Warn(msg, "stack", name)
-	if err := run(); err != nil {
-		return classify(ctx, op, name, err, e.red, col.errors())
+	if len(reasons) > 0 {
+		msg := "removed stale backend lock: " + strings.Join(reasons, "; ")
+		col.emit(EventRecovery, msg)
+		e.opts.Logger.Warn(msg, "stack", name)
 	}
 	return nil
 }

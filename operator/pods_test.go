@@ -1,0 +1,93 @@
+package operator
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+)
+
+func TestLeaseHeldBy(t *testing.T) {
+	now := time.Now()
+	lease := func(holder string, renewed time.Time, secs int32) coordinationv1.Lease {
+		return coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder),
+			RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To(secs)}}
+	}
+	me := "tfrs-5d8_0f1e"
+	assert.True(t, leaseHeldBy(lease(me, now.Add(-5*time.Second), 15), me, now))
+	assert.False(t, leaseHeldBy(lease(me, now.Add(-20*time.Second), 15), me, now), "expired")
+	assert.False(t, leaseHeldBy(lease("tfrs-5d8_77aa", now, 15), me, now), "another replica on the same host")
+	assert.False(t, leaseHeldBy(coordinationv1.Lease{}, me, now), "empty Lease")
+	assert.False(t, leaseHeldBy(lease("", now, 15), "", now), "no identity")
+}
+
+// TestLeaderPods: with the operator's own RBAC on the real API server, only the elected
+// replica claims leadership, and a Pod counts as gone only when it is deleted or its name
+// belongs to a Pod with another UID.
+func TestLeaderPods(t *testing.T) {
+	e := integrationEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := rest.CopyConfig(e.cp.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorSA,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+
+	start := func() (engine.PodProbe, context.CancelFunc, chan error) {
+		mo := ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+			LeaderElection: true, LeaderElectionNamespace: "tfrs-system", Identity: NewIdentity()}
+		mgr, err := NewManager(cfg, mo)
+		require.NoError(t, err)
+		mctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(mctx) }()
+		return NewLeaderPods(mgr, mo), stop, done
+	}
+	leader, stopLeader, leaderDone := start()
+	require.Eventually(t, func() bool { return leader.Leading(ctx) }, time.Minute, 200*time.Millisecond, "the only replica is elected")
+	standby, stopStandby, standbyDone := start()
+	time.Sleep(2 * time.Second)
+	assert.False(t, standby.Leading(ctx), "a standby never breaks another pod's lock")
+	defer func() { stopStandby(); <-standbyDone }()
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "tfrs-lost-replica", Namespace: itNamespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "tfrs", Image: "tfrs"}}}}
+	require.NoError(t, e.c.Create(ctx, pod))
+	ref := engine.PodRef{Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID)}
+
+	gone, err := leader.PodGone(ctx, ref)
+	require.NoError(t, err)
+	assert.False(t, gone, "the Pod exists: its lock is live")
+	other := ref
+	other.UID = "a-previous-pod-of-that-name"
+	gone, err = leader.PodGone(ctx, other)
+	require.NoError(t, err)
+	assert.True(t, gone, "same name, another UID: the recorded pod is gone")
+
+	require.NoError(t, e.c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(e.c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}))
+	}, time.Minute, 200*time.Millisecond)
+	gone, err = leader.PodGone(ctx, ref)
+	require.NoError(t, err)
+	assert.True(t, gone, "deleted: gone")
+
+	// Losing the Lease ends the claim at once, before the process exits.
+	stopLeader()
+	<-leaderDone
+	assert.False(t, leader.Leading(ctx))
+	require.Eventually(t, func() bool { return standby.Leading(ctx) }, time.Minute, 200*time.Millisecond, "the standby takes over")
+
+	off := NewLeaderPods(nil, ManagerOptions{})
+	assert.False(t, off.Leading(ctx), "without leader election nobody breaks other pods' locks")
+}
