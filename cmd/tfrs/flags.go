@@ -23,6 +23,7 @@ type stackFlags struct {
 	allowEmptyPassphrase                               bool
 	parallel                                           int
 	kubeconfig, kubeContext                            string
+	readOnly                                           bool // preview --read-only (stackcmds.go)
 }
 
 func (f *stackFlags) bind(fs *pflag.FlagSet) {
@@ -44,7 +45,7 @@ func (f *stackFlags) engine(ctx context.Context) (*engine.Engine, error) {
 	return engine.New(ctx, engine.Options{
 		BackendURL: f.backend, StateDir: f.stateDir, SecretsProvider: f.secretsProvider,
 		PassphraseFile: f.passphraseFile, AllowEmptyPassphrase: f.allowEmptyPassphrase,
-		MaxConcurrent: f.parallel,
+		MaxConcurrent: f.parallel, ReadOnly: f.readOnly,
 	})
 }
 

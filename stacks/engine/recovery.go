@@ -477,6 +477,9 @@ func (e *Engine) withLock(ctx context.Context, op OpKind, sw *stackWorkspace, na
 
 // repairBackend removes broken blob sidecars a killed run may have left (see filebackend.go).
 func (e *Engine) repairBackend() {
+	if e.opts.ReadOnly {
+		return
+	}
 	if removed := repairFileSidecars(e.opts.BackendURL); len(removed) > 0 {
 		e.opts.Logger.Warn("removed broken state metadata left by an interrupted run", "files", removed)
 	}

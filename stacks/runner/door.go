@@ -45,10 +45,9 @@ func CheckDoor(stack string, owner, door engine.ManagedBy) error {
 	return nil
 }
 
-// checkStack reads the stack's tags once and applies CheckIdentity (always: no object runs
-// on another object's stack, not even a preview) and CheckDoor (when door is set); a stack
-// that does not exist yet is free.
-func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.ManagedBy) error {
+// checkStack reads the stack's tags once and applies the stack's rules (admission) to t; a
+// stack that does not exist yet is free.
+func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.ManagedBy, fields bool) error {
 	tags, err := r.eng.Tags(ctx, t.Stack) // one CLI process; Status would read the history too
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
@@ -56,8 +55,26 @@ func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.Man
 	if err != nil {
 		return err
 	}
-	if err := CheckIdentity(t, tags); err != nil {
-		return err
+	return admission(t, door, fields)(tags)
+}
+
+// admission is every rule a stack's tags impose on an operation of t through door:
+// CheckIdentity (always: no object runs on another object's stack, not even a preview), the
+// immutable fields when fields is set (an up or a preview of a changed object), and
+// CheckDoor when door is set. The runner applies it before anything runs (checkStack) and the
+// engine again once the stack's owner is settled (engine.Request.Admit), which is what makes
+// a race of two doors creating one stack end with exactly one owner.
+func admission(t kinds.Target, door engine.ManagedBy, fields bool) func(map[string]string) error {
+	return func(tags map[string]string) error {
+		if err := CheckIdentity(t, tags); err != nil {
+			return err
+		}
+		if err := CheckDoor(t.Stack, engine.ManagedBy(tags[engine.TagManagedBy]), door); err != nil {
+			return err
+		}
+		if fields {
+			return kinds.CheckImmutable(t.Immutable, tags[engine.TagImmutable])
+		}
+		return nil
 	}
-	return CheckDoor(t.Stack, engine.ManagedBy(tags[engine.TagManagedBy]), door)
 }
