@@ -215,6 +215,15 @@ func (s *stackRun) run(ctx context.Context, objs []prepared) ([]*diff.Report, er
 		errs    []error
 		pending = map[string]bool{} // stacks of this run that a preview found changing
 	)
+	if s.op == engine.OpUp {
+		// Every object's stack admits it (door, identity, immutable fields) before any runs.
+		for _, p := range objs {
+			if err := s.runner.Admit(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI}); err != nil {
+				err = fmt.Errorf("%s: %w", p.target, err)
+				return []*diff.Report{report(nil, p, s.op, err)}, err
+			}
+		}
+	}
 	for _, p := range objs {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())

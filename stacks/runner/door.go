@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
@@ -77,4 +78,16 @@ func admission(t kinds.Target, door engine.ManagedBy, fields bool) func(map[stri
 		}
 		return nil
 	}
+}
+
+// Admit checks, without running anything, that an up of obj through op.Door would be
+// admitted by its stack: the spec is valid, the stack is not another object's nor another
+// door's, and no immutable field changed. A door that applies several objects (the CLI)
+// checks them all first, so a refusal of the last one changes none of the others.
+func (r *Runner) Admit(ctx context.Context, obj v1alpha1.Object, op Op) error {
+	t, _, err := kinds.Prepare(obj)
+	if err != nil {
+		return err
+	}
+	return r.checkStack(ctx, t, op.Door, true)
 }
