@@ -171,7 +171,7 @@ func (s *Server) authMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead:
 		default:
-			if p.role != RoleAdmin {
+			if p.role != RoleAdmin && !readOnlyAllowed(c) {
 				return ErrForbidden
 			}
 		}

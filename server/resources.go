@@ -737,3 +737,10 @@ func (s *Server) view(r ref, stack string, rec *Record, st *engine.StackStatus) 
 	}
 	return v, nil
 }
+
+// readOnlyAllowed says whether a read-only token may make this non-GET request: previews
+// (POST …/{name}/preview) write nothing (the engine never creates a stack for one, nor takes a
+// lock or writes state), so CI jobs holding a read-only token can diff pull requests.
+func readOnlyAllowed(c echo.Context) bool {
+	return c.Request().Method == http.MethodPost && strings.HasSuffix(c.Path(), "/:name/preview")
+}
