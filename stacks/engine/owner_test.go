@@ -145,7 +145,10 @@ func TestReadOnlyPreview(t *testing.T) {
 	assert.Positive(t, res.Changes[StepCreate], "%v", res.Changes)
 
 	for name, call := range map[string]func() error{
-		"up":      func() error { _, err := ro.Up(tctx(t, time.Minute), Request{Stack: existing, Program: outputsProgram("v2")}); return err },
+		"up": func() error {
+			_, err := ro.Up(tctx(t, time.Minute), Request{Stack: existing, Program: outputsProgram("v2")})
+			return err
+		},
 		"refresh": func() error { _, err := ro.Refresh(tctx(t, time.Minute), Request{Stack: existing}); return err },
 		"destroy": func() error { _, err := ro.Destroy(tctx(t, time.Minute), Request{Stack: existing}); return err },
 		"remove":  func() error { return ro.Remove(tctx(t, time.Minute), existing, true) },
