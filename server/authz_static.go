@@ -28,7 +28,7 @@ var scopeVerbs = []string{VerbGet, VerbList, VerbCreate, VerbUpdate, VerbDelete,
 // roleVerbs are the verbs each role allows.
 var roleVerbs = map[Role][]string{
 	RoleAdmin:    scopeVerbs,
-	RoleReadOnly: {VerbGet, VerbList},
+	RoleReadOnly: {VerbGet, VerbList, SubresourcePreview}, // a preview writes nothing (engine: scratch state)
 }
 
 // ParseField reads one `key=value,…` scope field of a token line: namespaces= (DNS labels),

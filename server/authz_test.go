@@ -102,7 +102,8 @@ func TestStaticScopes(t *testing.T) {
 		{teamA, http.MethodGet, "/v1/clusters/dev", nil, 403, "get tfrclusters"},
 		{readOnly, http.MethodGet, tenantsPath, nil, 200, ""},
 		{readOnly, http.MethodPut, tenantsPath + "/acme", tenantBody("acme"), 403, "update tfrtenants"},
-		{readOnly, http.MethodPost, tenantsPath + "/acme/preview", nil, 403, "create tfrtenants"}, // the role has no preview
+		{readOnly, http.MethodPost, tenantsPath + "/acme/preview", tenantBody("acme"), 200, ""}, // a preview writes nothing
+		{readOnly, http.MethodPost, other + "/acme/preview", tenantBody("acme"), 403, "get tfrtenants"},
 		{readOnly, http.MethodGet, other + "/acme", nil, 403, "get tfrtenants"},
 		{clusters, http.MethodGet, "/v1/clusters/dev", nil, 200, ""},
 		{clusters, http.MethodGet, tenantsPath, nil, 403, "list tfrtenants"},

@@ -265,7 +265,22 @@ func (h resources) upWork(c echo.Context, op *Operation, t kinds.Target, obj v1a
 	if err := h.s.specs.Put(ctx, rec); err != nil {
 		return nil, err
 	}
-	return h.s.upWork(obj, op), nil
+	up := h.s.upWork(obj, op)
+	if prev != nil {
+		return up, nil
+	}
+	// A create that lost the stack to another door (a CR applied at the same moment: the
+	// engine admits only the stack's creator) leaves no spec behind: the stack is not this
+	// API's, and the operation fails with 409 managed-elsewhere.
+	return func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {
+		out, err := up(ctx, sink)
+		if errors.Is(err, runner.ErrManagedElsewhere) {
+			if derr := h.s.specs.Delete(context.WithoutCancel(ctx), t.Stack); derr != nil {
+				h.s.log.Error("delete stored spec", "stack", t.Stack, "operation", op.id, "err", derr)
+			}
+		}
+		return out, err
+	}, nil
 }
 
 // stored resolves the URL of one resource: its reference, its stack and the spec stored for

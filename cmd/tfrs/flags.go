@@ -23,6 +23,7 @@ type stackFlags struct {
 	allowEmptyPassphrase                               bool
 	parallel, historyLimit                             int
 	kubeconfig, kubeContext                            string
+	readOnly                                           bool // preview --read-only (stackcmds.go)
 }
 
 func (f *stackFlags) bind(fs *pflag.FlagSet) {
@@ -46,6 +47,7 @@ func (f *stackFlags) engine(ctx context.Context, extra ...func(*engine.Options))
 		BackendURL: f.backend, StateDir: f.stateDir, SecretsProvider: f.secretsProvider,
 		PassphraseFile: f.passphraseFile, AllowEmptyPassphrase: f.allowEmptyPassphrase,
 		MaxConcurrent: f.parallel, HistoryLimit: f.historyLimit,
+		ReadOnly: f.readOnly,
 	}
 	for _, x := range extra {
 		x(&o)

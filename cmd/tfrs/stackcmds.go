@@ -51,6 +51,9 @@ func (f *stackCmdFlags) bind(cmd *cobra.Command, op engine.OpKind) {
 	if op == engine.OpDestroy {
 		fs.BoolVar(&f.yes, "yes", false, "required: confirm the destroy")
 	}
+	if op == engine.OpPreview {
+		fs.BoolVar(&f.stack.readOnly, "read-only", false, "never write the backend (no lock, no repair; new stacks are previewed on a throwaway state), so the backend credentials may be read-only: for pull requests")
+	}
 	f.stack.bind(fs)
 	f.sources.bind(fs, "cli")
 }
@@ -64,11 +67,15 @@ var stackCmdDocs = map[engine.OpKind]struct{ short, long, example string }{
 		long: `Preview runs each object's program against its stack and reports what an up would change:
 resources per component, the changed property paths (never values), and first of all any
 replace or delete of stateful data. Nothing is changed. Objects run parents first: clusters,
-tenants, servers; a child whose parent the same run creates is reported as pending.
+tenants, servers; a child whose parent the same run creates is reported as pending. A
+preview never creates a stack: an object whose stack does not exist yet is previewed on a
+throwaway state. With --read-only nothing at all is written to the backend (no repairs), so
+it runs with read-only backend credentials, as a pull request's CI job should.
 
 Exit codes: 0 no changes (or changes without --detailed-exitcode), 1 an error or a usage
 error, 2 changes with --detailed-exitcode, 3 data loss with --fail-on-data-loss.`,
 		example: `  tfrs preview -f examples/cluster.yaml -f examples/tenant-enterprise.yaml
+  tfrs preview --read-only -f deploy/ -R -o markdown   # CI with read-only backend credentials
   # a pull-request comment; exit 2 on changes, 3 on data loss
   tfrs preview -f deploy/ -R -o markdown --detailed-exitcode --fail-on-data-loss
   # from a kustomization, or from another tool through stdin
@@ -208,6 +215,15 @@ func (s *stackRun) run(ctx context.Context, objs []prepared) ([]*diff.Report, er
 		errs    []error
 		pending = map[string]bool{} // stacks of this run that a preview found changing
 	)
+	if s.op == engine.OpUp {
+		// Every object's stack admits it (door, identity, immutable fields) before any runs.
+		for _, p := range objs {
+			if err := s.runner.Admit(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI}); err != nil {
+				err = fmt.Errorf("%s: %w", p.target, err)
+				return []*diff.Report{report(nil, p, s.op, err)}, err
+			}
+		}
+	}
 	for _, p := range objs {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())

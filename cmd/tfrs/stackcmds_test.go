@@ -283,3 +283,36 @@ type absentNamespaces struct{}
 func (absentNamespaces) GetNamespace(context.Context, string) (bool, map[string]string, error) {
 	return false, nil, nil
 }
+
+// An up of a file whose tenant changed an immutable field (its namespace) against the
+// existing stacks exits 1 naming the field, and runs nothing, not even the cluster's up.
+func TestUpRefusesChangedImmutableField(t *testing.T) {
+	f := newFakeEngine()
+	useFakeEngine(t, f)
+	file := writeCRs(t, "Retain")
+	code, out := runCaptured(t, "up", "-f", file)
+	require.Equal(t, 0, code, out)
+	require.Equal(t, []string{"up " + testCluster, "up " + testTenant}, f.recorded())
+	before, err := f.Tags(context.Background(), testTenant)
+	require.NoError(t, err)
+	require.Contains(t, before[engine.TagImmutable], `"spec.namespace":"acme"`)
+
+	for field, edit := range map[string][2]string{
+		"spec.namespace":  {"namespace: acme", "namespace: other"},
+		"spec.type":       {"type: enterprise, namespace: acme", "type: personal, jobType: chat"},
+		"spec.clusterRef": {"clusterRef: dev", "clusterRef: prod"},
+	} {
+		b, err := os.ReadFile(file)
+		require.NoError(t, err)
+		changed := filepath.Join(t.TempDir(), "changed.yaml")
+		require.NoError(t, os.WriteFile(changed, []byte(strings.Replace(string(b), edit[0], edit[1], 1)), 0o600))
+		var stderr string
+		stderr = capture(t, &os.Stderr, func() { code, out = runCaptured(t, "up", "-f", changed) })
+		require.Equal(t, 1, code, "%s: %s %s", field, out, stderr)
+		require.Contains(t, out+stderr, field+" is immutable", field)
+		require.Empty(t, f.recorded(), "%s: nothing ran", field)
+		after, err := f.Tags(context.Background(), testTenant)
+		require.NoError(t, err)
+		require.Equal(t, before, after, "%s: the stack is unchanged", field)
+	}
+}

@@ -57,6 +57,14 @@ type Options struct {
 	ProviderPath string
 	// Logger receives the engine's own records (recoveries, broken locks). Default: discard.
 	Logger *slog.Logger
+	// ReadOnly makes the engine one that never writes the backend: only Preview and the
+	// reads (Outputs, Status, Tags, List) run, every other operation fails with ErrReadOnly,
+	// and no repair of the backend's files is attempted. Previews never create stacks in any
+	// mode (see Preview); ReadOnly is what lets CI run them with read-only credentials.
+	ReadOnly bool
+	// ClaimWait bounds how long an Up waits for the creator of a stack it did not create to
+	// record its owner (see ensureTags). Default 10 s.
+	ClaimWait time.Duration
 }
 
 // DefaultDataBearing are the kinds whose objects hold data: adopting or forgetting an
@@ -132,6 +140,9 @@ func resolveOptions(o Options) (*resolved, error) {
 	}
 	if r.MaxConcurrent <= 0 {
 		r.MaxConcurrent = 4
+	}
+	if r.ClaimWait <= 0 {
+		r.ClaimWait = 10 * time.Second
 	}
 	if r.CancelGrace <= 0 {
 		r.CancelGrace = 2 * time.Minute

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/common/resource/config"
@@ -33,6 +35,9 @@ const (
 	// stack this is; the runner refuses any other object's operation on it (a shortened stack
 	// name is a hash, so two objects' names could be made to map to one stack).
 	TagObject = "tfrs.io/object"
+	// TagImmutable records, on an object's own stack, the fields of the object that may never
+	// change (stacks/kinds.Immutable), so every door refuses a change of them alike.
+	TagImmutable = "tfrs.io/immutable"
 )
 
 // ManagedBy names the door that created a stack. The HTTP API refuses to mutate stacks the
@@ -88,6 +93,12 @@ type Request struct {
 	Decisions map[string]Decision
 	// Message is recorded in the stack history.
 	Message string
+	// Admit, when set, is called by Up with the stack's tags once its owner is settled (see
+	// ensureTags: the managed-by claim), before any other tag is written and before anything
+	// runs. An error refuses the operation with that very error; the stack is left as it was.
+	// The runner passes the door, identity and immutable-field rules here, so they are
+	// checked against the owner that won a race, not the one read before it.
+	Admit func(tags map[string]string) error
 }
 
 // Engine runs stack operations. It is safe for concurrent use; create one per process.
@@ -181,15 +192,17 @@ type stackWorkspace struct {
 	envKeys []string
 	config  string // fingerprint of the last config written
 	// tags: the stack's tags as last read or written (nil until read; empty for a stack
-	// created here); tagged: the tags asked for are known to be set.
-	tags   map[string]string
-	tagged bool
+	// created here).
+	tags map[string]string
 	// fresh: this engine created the stack and no operation has read it since (see preflight).
 	fresh bool
+	// created: this engine's `stack init` made the stack, so the managed-by claim is its own
+	// (see ensureTags).
+	created bool
 }
 
 // open returns the stack's workspace, selecting or (when create) creating the stack.
-func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, create bool, by ManagedBy, tags map[string]string) (*stackWorkspace, error) {
+func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, create bool, by ManagedBy, tags map[string]string, admit func(map[string]string) error) (*stackWorkspace, error) {
 	if s.ws == nil {
 		sw, err := e.openWorkspace(ctx, op, name, create)
 		if err != nil {
@@ -197,7 +210,7 @@ func (e *Engine) open(ctx context.Context, op OpKind, s *slot, name string, crea
 		}
 		s.ws = sw
 	}
-	if err := e.ensureTags(ctx, op, s.ws, name, by, tags); err != nil {
+	if err := e.ensureTags(ctx, op, s.ws, name, by, tags, admit); err != nil {
 		// The cached workspace outlives this call: a later operation must read the state.
 		s.ws.fresh = false
 		return nil, err
@@ -225,12 +238,7 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 		if !create {
 			return nil, opErr(op, name, ErrNotFound, "no stack named %q in %s", name, redactURL(e.opts.BackendURL))
 		}
-		st, err = auto.NewStack(ctx, name, ws)
-		created = err == nil
-		if err != nil && auto.IsCreateStack409Error(err) {
-			// Another engine created it between our select and create.
-			st, err = auto.SelectStack(ctx, name, ws)
-		}
+		st, created, err = e.initStack(ctx, name, ws)
 	}
 	if err != nil {
 		return nil, classify(ctx, op, name, err, e.red, nil)
@@ -243,7 +251,7 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 			return nil, classify(ctx, op, name, err, e.red, nil)
 		}
 	}
-	sw := &stackWorkspace{ws: ws, st: st, up: up}
+	sw := &stackWorkspace{ws: ws, st: st, up: up, created: created}
 	if created {
 		// A stack we just created has no tags, and no state for preflight to read.
 		sw.tags = map[string]string{}
@@ -252,11 +260,50 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 	return sw, nil
 }
 
-// ensureTags records the door that created the stack, once (an existing managed-by tag is
-// never changed), and the caller's further tags. Each tag costs a CLI process, so they are
-// written only when missing or different, and at most once per engine and stack.
-func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, name string, by ManagedBy, tags map[string]string) error {
-	if (by == "" && len(tags) == 0) || sw.tagged {
+// initStack creates a missing stack. Pulumi's `stack init` checks that the stack does not
+// exist while holding the stack's backend lock, so of two engines (in any processes, on any
+// hosts sharing the backend) creating the same stack at once exactly one succeeds: created
+// reports whether it was this one. The other sees "already exists", or the lock of the
+// creator's `stack init`; either way it selects the stack the other made.
+func (e *Engine) initStack(ctx context.Context, name string, ws auto.Workspace) (auto.Stack, bool, error) {
+	st, err := auto.NewStack(ctx, name, ws)
+	if err == nil {
+		return st, true, nil
+	}
+	for range 20 {
+		if !auto.IsCreateStack409Error(err) && !isLockConflict(err) {
+			return st, false, err
+		}
+		if st, err = auto.SelectStack(ctx, name, ws); err == nil || !auto.IsSelectStack404Error(err) {
+			return st, false, err
+		}
+		// Locked by a `stack init` that has not saved the stack yet: look again shortly.
+		select {
+		case <-ctx.Done():
+			return st, false, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		st, err = auto.NewStack(ctx, name, ws)
+		if err == nil {
+			return st, true, nil
+		}
+	}
+	return st, false, err
+}
+
+// ensureTags settles who owns the stack, then writes the caller's further tags.
+//
+// The owner is the door whose engine created the stack (initStack decides that atomically):
+// only the creator writes the managed-by tag, right after `stack init`. An engine that found
+// the stack made by someone else and untagged waits up to Options.ClaimWait for the
+// creator's tag instead of writing its own, so two doors creating the same stack at the same
+// moment end with one owner, and the loser's admit refuses it (ManagedElsewhere) before it
+// ran or tagged anything. Only a stack still untagged after the wait (made by a stock CLI,
+// by an older tfrs, or by a creator that died in between) is claimed by whoever comes next.
+// An existing managed-by tag is never changed. Each tag costs a CLI process, so tags are
+// written only when missing or different.
+func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, name string, by ManagedBy, tags map[string]string, admit func(map[string]string) error) error {
+	if by == "" && len(tags) == 0 && admit == nil {
 		return nil
 	}
 	if sw.tags == nil {
@@ -266,23 +313,55 @@ func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, 
 		}
 		sw.tags = current
 	}
-	want := map[string]string{}
-	for k, v := range tags {
-		want[k] = v
-	}
 	if by != "" && sw.tags[TagManagedBy] == "" {
-		want[TagManagedBy] = string(by)
+		if !sw.created {
+			if err := e.awaitOwner(ctx, op, sw, name); err != nil {
+				return err
+			}
+		}
+		if sw.tags[TagManagedBy] == "" {
+			if err := sw.st.SetTag(ctx, TagManagedBy, string(by)); err != nil {
+				return classify(ctx, op, name, err, e.red, nil)
+			}
+			sw.tags[TagManagedBy] = string(by)
+		}
 	}
-	for _, k := range sortedKeys(want) {
-		if sw.tags[k] == want[k] {
+	if admit != nil {
+		if err := admit(maps.Clone(sw.tags)); err != nil {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(tags) {
+		if k == TagManagedBy || sw.tags[k] == tags[k] {
 			continue
 		}
-		if err := sw.st.SetTag(ctx, k, want[k]); err != nil {
+		if err := sw.st.SetTag(ctx, k, tags[k]); err != nil {
 			return classify(ctx, op, name, err, e.red, nil)
 		}
-		sw.tags[k] = want[k]
+		sw.tags[k] = tags[k]
 	}
-	sw.tagged = true
+	return nil
+}
+
+// awaitOwner re-reads the tags of a stack another engine created until its managed-by tag
+// shows, for at most Options.ClaimWait.
+func (e *Engine) awaitOwner(ctx context.Context, op OpKind, sw *stackWorkspace, name string) error {
+	deadline := time.Now().Add(e.opts.ClaimWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return &OpError{Op: op, Stack: name, Kind: ErrCanceled, ctxErr: ctx.Err(), Detail: "waiting for the stack's owner"}
+		case <-time.After(200 * time.Millisecond):
+		}
+		current, err := sw.st.ListTags(ctx)
+		if err != nil {
+			return classify(ctx, op, name, err, e.red, nil)
+		}
+		sw.tags = current
+		if current[TagManagedBy] != "" {
+			return nil
+		}
+	}
 	return nil
 }
 

@@ -39,6 +39,8 @@ var (
 	ErrFailed = errors.New("stack operation failed")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("engine closed")
+	// ErrReadOnly: a mutation was asked of a read-only engine (Options.ReadOnly).
+	ErrReadOnly = errors.New("the engine is read-only: only previews and reads run")
 )
 
 // OpError is what every failed operation returns. Its message is safe to log: it never holds

@@ -38,7 +38,9 @@ func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
 	return res, err
 }
 
-// Preview reports what Up would change. It never mutates state (no recovery, no lock); on a
+// Preview reports what Up would change. It never writes the backend: no recovery, no lock,
+// no tags, and a stack that does not exist yet is not created: the preview runs against an
+// empty throwaway state of its own (see scratch), so every resource shows as a create. On a
 // stack with pending operations it warns that the next Up will recover them.
 func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
 	return e.run(ctx, OpPreview, req, func(sw *stackWorkspace, col *collector, _ *Recovery) error {
@@ -100,11 +102,20 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 		}
 		prog = noProgram
 	}
+	if e.opts.ReadOnly && op != OpPreview {
+		return nil, opErr(op, req.Stack, ErrReadOnly, "%s is refused by a read-only engine (--read-only)", op)
+	}
 	s, release, err := e.acquire(ctx, op, req.Stack, op == OpPreview)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
+	var cleanups []func()
+	defer func() {
+		for _, f := range cleanups {
+			f()
+		}
+	}()
 
 	red := e.red
 	for _, v := range req.Config {
@@ -115,14 +126,28 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	col := newCollector(op, req.Stack, req.Sink, red)
 	defer col.drain(5 * time.Second)
 
-	// Only Up and Preview create a missing stack. Only Up tags it: a CI preview must not make
-	// a stack look CLI-managed before the operator's first up.
-	create := op == OpUp || op == OpPreview
-	by, tags := req.ManagedBy, req.Tags
+	// Only Up creates a missing stack, and only Up tags it: a CI preview must not make a stack
+	// look CLI-managed before the operator's first up, nor exist at all. A preview of a stack
+	// that does not exist runs on a scratch workspace and backend (never cached in the slot).
+	create := op == OpUp
+	by, tags, admit := req.ManagedBy, req.Tags, req.Admit
 	if op != OpUp {
-		by, tags = "", nil
+		by, tags, admit = "", nil, nil
 	}
-	sw, err := e.open(ctx, op, s, req.Stack, create, by, tags)
+	scratched := false
+	open := func() (*stackWorkspace, error) {
+		sw, err := e.open(ctx, op, s, req.Stack, create, by, tags, admit)
+		if op != OpPreview || !isNotFound(err) {
+			return sw, err
+		}
+		sw, done, err := e.scratch(ctx, op, req.Stack)
+		if err == nil {
+			scratched = true
+			cleanups = append(cleanups, done)
+		}
+		return sw, err
+	}
+	sw, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -130,12 +155,16 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	if err != nil && isNotFound(err) {
 		// Removed by another engine since we cached it: open afresh once.
 		e.forget(s)
-		if sw, err = e.open(ctx, op, s, req.Stack, create, by, tags); err == nil {
+		if sw, err = open(); err == nil {
 			info, err = e.preflight(ctx, op, sw, req.Stack)
 		}
 	}
 	if err != nil {
 		return nil, err
+	}
+	if scratched {
+		col.deliver(Event{Kind: EventDiag, Severity: "info",
+			Message: fmt.Sprintf("stack %s does not exist yet: previewed as a new stack on a throwaway state; nothing was written to the backend", req.Stack)})
 	}
 	rec := &Recovery{}
 	if op == OpPreview {
@@ -182,12 +211,15 @@ func (e *Engine) Remove(ctx context.Context, stack string, force bool) error {
 	if err := stackname.Validate(stack); err != nil {
 		return &OpError{Op: OpRemove, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
 	}
+	if e.opts.ReadOnly {
+		return opErr(OpRemove, stack, ErrReadOnly, "remove is refused by a read-only engine (--read-only)")
+	}
 	s, release, err := e.acquire(ctx, OpRemove, stack, false)
 	if err != nil {
 		return err
 	}
 	defer release()
-	sw, err := e.open(ctx, OpRemove, s, stack, false, "", nil)
+	sw, err := e.open(ctx, OpRemove, s, stack, false, "", nil, nil)
 	if err != nil {
 		return err
 	}

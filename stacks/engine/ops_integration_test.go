@@ -28,13 +28,12 @@ func TestOperations(t *testing.T) {
 		return Request{Stack: stack, Program: configMapsProgram(kc, ns, 3, data), ManagedBy: ManagedByOperator, Sink: rec.sink}
 	}
 
-	// Preview of a stack that does not exist yet: it plans creates and tags nothing.
+	// Preview of a stack that does not exist yet: it plans creates and creates no stack.
 	pv, err := e.Preview(tctx(t, 3*time.Minute), req("v1"))
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, pv.Changes[StepCreate], 4, "namespace + 3 ConfigMaps")
-	tags, err := e.Tags(tctx(t, time.Minute), stack)
-	require.NoError(t, err)
-	assert.Empty(t, tags[TagManagedBy], "a preview does not claim the stack")
+	_, err = e.Tags(tctx(t, time.Minute), stack)
+	require.ErrorIs(t, err, ErrNotFound, "a preview neither creates nor claims the stack")
 
 	up, err := e.Up(tctx(t, 3*time.Minute), req("v1"))
 	require.NoError(t, err)

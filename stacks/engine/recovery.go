@@ -510,6 +510,9 @@ func (e *Engine) breakStale(ctx context.Context, name string, oe *OpError, col *
 
 // repairBackend removes broken blob sidecars a killed run may have left (see filebackend.go).
 func (e *Engine) repairBackend() {
+	if e.opts.ReadOnly {
+		return
+	}
 	if removed := repairFileSidecars(e.opts.BackendURL); len(removed) > 0 {
 		e.opts.Logger.Warn("removed broken state metadata left by an interrupted run", "files", removed)
 	}

@@ -72,6 +72,10 @@ func Graph(obj v1alpha1.Object) (*stacks.Graph, error) {
 type kindPrograms interface {
 	programs(ctx context.Context, t Target, p Parents) (*Programs, error)
 	graph() (*stacks.Graph, error)
+	// immutable lists the fields that may never change once the object's stack exists, by
+	// field path, with their effective values (defaults applied), as the object's
+	// ValidateUpdate treats them (see Immutable).
+	immutable() map[string]string
 }
 
 // programOf is the program table: the one dispatch on the concrete kind in tfrs. A new kind
@@ -98,6 +102,9 @@ func (k clusterPrograms) programs(context.Context, Target, Parents) (*Programs, 
 }
 
 func (k clusterPrograms) graph() (*stacks.Graph, error) { return stacks.ClusterGraph(k.x) }
+
+// immutable: a cluster's name is its stack; nothing in its spec is fixed.
+func (clusterPrograms) immutable() map[string]string { return nil }
 
 // tenantPrograms: a tenant reads its cluster's stack. A personal tenant also has its job
 // type's shared stack, which owns the middleware; its own stack re-exports the shared outputs.
@@ -138,6 +145,16 @@ func (k tenantPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 
 func (k tenantPrograms) graph() (*stacks.Graph, error) { return stacks.TenantGraph(k.x) }
 
+// immutable: the cluster, the type, the job type and the namespace the tenant lives in.
+func (k tenantPrograms) immutable() map[string]string {
+	return map[string]string{
+		"spec.clusterRef": k.x.Spec.ClusterRef,
+		"spec.type":       string(k.x.Spec.Type),
+		"spec.jobType":    k.x.Spec.JobType,
+		"spec.namespace":  k.x.TargetNamespace(),
+	}
+}
+
 // serverPrograms: a server reads its tenant's stack.
 type serverPrograms struct{ x *v1alpha1.TFRServer }
 
@@ -162,3 +179,12 @@ func (k serverPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 }
 
 func (k serverPrograms) graph() (*stacks.Graph, error) { return stacks.ServerGraph(k.x) }
+
+// immutable: the tenant and the robot's identity (they name the routing host and the stack).
+func (k serverPrograms) immutable() map[string]string {
+	return map[string]string{
+		"spec.tenantRef": k.x.Spec.TenantRef,
+		"spec.robotId":   k.x.Spec.RobotID,
+		"spec.robotType": k.x.Spec.RobotType,
+	}
+}

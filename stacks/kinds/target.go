@@ -39,6 +39,9 @@ type Target struct {
 	// v1alpha1.Stacks): where a parent's dependents are looked for. Not part of the JSON form,
 	// which reports and operations show.
 	Children string `json:"-"`
+	// Immutable is the object's immutable fields as the own stack records them (see
+	// Immutable); set by Prepare, "" for a kind without any.
+	Immutable string `json:"-"`
 }
 
 // String is "TFRTenant ns/name".
@@ -82,6 +85,7 @@ func Prepare(obj v1alpha1.Object) (Target, v1alpha1.Object, error) {
 	if err != nil {
 		return Target{}, nil, &InvalidError{Errors: field.ErrorList{field.Invalid(field.NewPath("metadata"), nil, err.Error())}}
 	}
+	t.Immutable = Immutable(obj)
 	return t, obj, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
@@ -45,10 +46,9 @@ func CheckDoor(stack string, owner, door engine.ManagedBy) error {
 	return nil
 }
 
-// checkStack reads the stack's tags once and applies CheckIdentity (always: no object runs
-// on another object's stack, not even a preview) and CheckDoor (when door is set); a stack
-// that does not exist yet is free.
-func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.ManagedBy) error {
+// checkStack reads the stack's tags once and applies the stack's rules (admission) to t; a
+// stack that does not exist yet is free.
+func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.ManagedBy, fields bool) error {
 	tags, err := r.eng.Tags(ctx, t.Stack) // one CLI process; Status would read the history too
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
@@ -56,8 +56,38 @@ func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.Man
 	if err != nil {
 		return err
 	}
-	if err := CheckIdentity(t, tags); err != nil {
+	return admission(t, door, fields)(tags)
+}
+
+// admission is every rule a stack's tags impose on an operation of t through door:
+// CheckIdentity (always: no object runs on another object's stack, not even a preview), the
+// immutable fields when fields is set (an up or a preview of a changed object), and
+// CheckDoor when door is set. The runner applies it before anything runs (checkStack) and the
+// engine again once the stack's owner is settled (engine.Request.Admit), which is what makes
+// a race of two doors creating one stack end with exactly one owner.
+func admission(t kinds.Target, door engine.ManagedBy, fields bool) func(map[string]string) error {
+	return func(tags map[string]string) error {
+		if err := CheckIdentity(t, tags); err != nil {
+			return err
+		}
+		if err := CheckDoor(t.Stack, engine.ManagedBy(tags[engine.TagManagedBy]), door); err != nil {
+			return err
+		}
+		if fields {
+			return kinds.CheckImmutable(t.Immutable, tags[engine.TagImmutable])
+		}
+		return nil
+	}
+}
+
+// Admit checks, without running anything, that an up of obj through op.Door would be
+// admitted by its stack: the spec is valid, the stack is not another object's nor another
+// door's, and no immutable field changed. A door that applies several objects (the CLI)
+// checks them all first, so a refusal of the last one changes none of the others.
+func (r *Runner) Admit(ctx context.Context, obj v1alpha1.Object, op Op) error {
+	t, _, err := kinds.Prepare(obj)
+	if err != nil {
 		return err
 	}
-	return CheckDoor(t.Stack, engine.ManagedBy(tags[engine.TagManagedBy]), door)
+	return r.checkStack(ctx, t, op.Door, true)
 }

@@ -186,7 +186,7 @@ func (r *Runner) Refresh(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkStack(ctx, t, op.Door); err != nil {
+	if err := r.checkStack(ctx, t, op.Door, false); err != nil {
 		return nil, err
 	}
 	out := &Outcome{Target: t}
@@ -212,7 +212,7 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 	if kind != engine.OpUp {
 		by = "" // only Up mutates: a preview through any door is fine, on the object's own stack
 	}
-	go func() { door <- r.checkStack(ctx, t, by) }()
+	go func() { door <- r.checkStack(ctx, t, by, true) }()
 	doorErr := sync.OnceValue(func() error { return <-door })
 	out := &Outcome{Target: t}
 	run := func(stack string, prog programFunc, tags map[string]string, ns string) error {
@@ -226,10 +226,16 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 				tags = map[string]string{}
 			}
 			tags[engine.TagObject] = ObjectIdentity(t)
+			if t.Immutable != "" {
+				tags[engine.TagImmutable] = t.Immutable
+			}
 		}
 		req, err := r.request(stack, prog, op, tags, ns)
 		if err != nil {
 			return err
+		}
+		if stack == t.Stack {
+			req.Admit = admission(t, op.Door, true)
 		}
 		var res *engine.Result
 		if kind == engine.OpUp {
@@ -255,7 +261,7 @@ func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 	if err != nil {
 		return nil, err
 	}
-	if err := r.checkStack(ctx, t, op.Door); err != nil {
+	if err := r.checkStack(ctx, t, op.Door, false); err != nil {
 		return nil, err
 	}
 	deps, err := r.Dependents(ctx, t)

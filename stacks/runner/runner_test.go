@@ -106,7 +106,8 @@ func TestEnterpriseTenantUp(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"up tenant.team.acme"}, f.Ops())
 	req := f.Request("up tenant.team.acme")
-	assert.Equal(t, map[string]string{engine.TagParent: "cluster.main", engine.TagObject: "TFRTenant/team/acme"}, req.Tags)
+	assert.Equal(t, map[string]string{engine.TagParent: "cluster.main", engine.TagObject: "TFRTenant/team/acme",
+		engine.TagImmutable: `{"spec.clusterRef":"main","spec.jobType":"","spec.namespace":"acme","spec.type":"enterprise"}`}, req.Tags)
 	assert.Equal(t, engine.ManagedByOperator, req.ManagedBy)
 	assert.True(t, req.Config[ConfigKubeconfig].Secret, "the kubeconfig is secret config")
 	assert.Equal(t, "dev", req.Config[ConfigKubeContext].Value)

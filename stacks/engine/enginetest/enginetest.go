@@ -161,7 +161,8 @@ func succeeded(kind, message string) *engine.HistoryEntry {
 }
 
 // Up creates the stack when missing, records req.ManagedBy as its managed-by tag when it has
-// none and req.Tags, and makes it ready with outputs (see NewOutputs).
+// none, calls req.Admit with the tags (its error is Up's), records req.Tags, and makes it
+// ready with outputs (see NewOutputs).
 func (e *Engine) Up(ctx context.Context, req engine.Request) (*engine.Result, error) {
 	return e.operate(ctx, engine.OpUp, req, func(res *engine.Result) error {
 		st := e.stacks[req.Stack]
@@ -172,6 +173,12 @@ func (e *Engine) Up(ctx context.Context, req engine.Request) (*engine.Result, er
 		}
 		if st.Tags[engine.TagManagedBy] == "" && req.ManagedBy != "" {
 			st.Tags[engine.TagManagedBy] = string(req.ManagedBy)
+		}
+		// The owner is settled (the fake is locked): admit or refuse before anything else.
+		if req.Admit != nil {
+			if err := req.Admit(maps.Clone(st.Tags)); err != nil {
+				return err
+			}
 		}
 		maps.Copy(st.Tags, req.Tags)
 		st.Ready, st.Last = true, succeeded("update", req.Message)
