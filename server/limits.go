@@ -47,12 +47,30 @@ type limiters struct {
 
 	mu      sync.Mutex
 	rate    map[string]*rate.Limiter
+	sweepAt int // sweep idle limiters when rate reaches this size
 	streams map[string]int
 }
 
+// minSweep is the size of the limiter map below which idle limiters are not swept. With
+// Kubernetes auth the set of callers is open (anyone who may create ServiceAccounts adds
+// names), so the map must not keep every caller ever seen.
+const minSweep = 1024
+
 func newLimiters(rps float64, burst, maxStreams int) *limiters {
 	return &limiters{rps: rate.Limit(rps), burst: burst, maxStreams: maxStreams,
-		rate: map[string]*rate.Limiter{}, streams: map[string]int{}}
+		rate: map[string]*rate.Limiter{}, sweepAt: minSweep, streams: map[string]int{}}
+}
+
+// sweep drops the limiters whose bucket has refilled: a full bucket answers exactly as a new
+// one would, so forgetting it changes no answer. The next sweep waits until the map has
+// doubled, which keeps the cost amortized O(1) per request.
+func (l *limiters) sweep(now time.Time) {
+	for name, lim := range l.rate {
+		if lim.TokensAt(now) >= float64(l.burst) {
+			delete(l.rate, name)
+		}
+	}
+	l.sweepAt = max(minSweep, 2*len(l.rate))
 }
 
 // allow takes one request from name's bucket, or says how long until one is there.
@@ -60,6 +78,9 @@ func (l *limiters) allow(name string, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	lim := l.rate[name]
 	if lim == nil {
+		if len(l.rate) >= l.sweepAt {
+			l.sweep(now)
+		}
 		lim = rate.NewLimiter(l.rps, l.burst)
 		l.rate[name] = lim
 	}

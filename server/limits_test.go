@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -286,4 +287,29 @@ func TestOperationStoreBounded(t *testing.T) {
 	require.LessOrEqual(t, len(reg.ended), 3)
 	require.NotEmpty(t, reg.ended, "the newest is kept")
 	require.Len(t, reg.ops, len(reg.ended))
+}
+
+// TestRateLimitersForgetIdleCallers: with Kubernetes auth every ServiceAccount is a caller,
+// so the per-caller limiters must not pile up; a refilled bucket is forgotten, and a caller
+// whose bucket is still draining keeps its limiter (forgetting it would lift its limit).
+func TestRateLimitersForgetIdleCallers(t *testing.T) {
+	l := newLimiters(20, 100, 16)
+	now := time.Unix(1_700_000_000, 0)
+	for range 100 {
+		ok, _ := l.allow("busy", now)
+		require.True(t, ok)
+	}
+	ok, _ := l.allow("busy", now)
+	require.False(t, ok, "its burst is spent")
+	// 3×minSweep callers, one request each, 1 ms apart: about 3 s, less than the 5 s "busy"
+	// needs to refill 100 tokens at 20/s.
+	for i := range 3 * minSweep {
+		ok, _ := l.allow(fmt.Sprintf("system:serviceaccount:ns%d:sa", i), now.Add(time.Duration(i)*time.Millisecond))
+		require.True(t, ok)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.LessOrEqual(t, len(l.rate), 2*minSweep+1, "idle callers are swept")
+	assert.Contains(t, l.rate, "busy", "a draining bucket is kept")
+	assert.NotContains(t, l.rate, "system:serviceaccount:ns0:sa", "a refilled one is forgotten")
 }
