@@ -121,8 +121,10 @@ func ruleQueries(t *testing.T, path string) []query {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var r struct {
-		Kind string `json:"kind"`
-		Spec struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Metadata   map[string]any `json:"metadata"`
+		Spec       struct {
 			Groups []struct {
 				Name  string `json:"name"`
 				Rules []struct {
@@ -137,6 +139,7 @@ func ruleQueries(t *testing.T, path string) []query {
 	}
 	require.NoError(t, yaml.UnmarshalStrict(b, &r))
 	require.Equal(t, "PrometheusRule", r.Kind)
+	require.Equal(t, "monitoring.coreos.com/v1", r.APIVersion)
 	var qs []query
 	for _, g := range r.Spec.Groups {
 		for _, rule := range g.Rules {
