@@ -24,8 +24,9 @@ LDFLAGS := -X main.tfrsVersion=$(VERSION) -X main.tfrsCommit=$(COMMIT)
 build: ## the tfrs binary
 	go build -ldflags "$(LDFLAGS)" -o bin/tfrs ./cmd/tfrs
 
-tools: ## Pulumi CLI + Kubernetes provider, etcd, kube-*, kwok, versitygw, controller-gen (cached)
+tools: ## Pulumi CLI + Kubernetes provider, etcd, kube-*, kwok, versitygw, controller-gen, helm (cached)
 	bash hack/tools/build.sh >/dev/null
+	bash hack/tools/helm.sh
 
 generate: ## deepcopy for the API types
 	bash hack/tools/build.sh controller_gen >/dev/null
@@ -36,9 +37,15 @@ manifests: ## CRDs under config/crd/bases, RBAC under config/rbac
 	$(TOOLS_BIN)/controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	# RBAC comes from the reconcilers' markers, once operator/ exists.
 	if [ -d operator ]; then $(TOOLS_BIN)/controller-gen rbac:roleName=tfrs-manager paths=./operator/... output:rbac:artifacts:config=config/rbac; fi
+	# The chart reads copies (Helm sees only files inside the chart): CRDs, RBAC rules, dashboard, alerts.
+	rm -rf charts/tfrs/files/crds charts/tfrs/files/rbac charts/tfrs/files/monitoring
+	mkdir -p charts/tfrs/files/crds charts/tfrs/files/rbac charts/tfrs/files/monitoring
+	cp config/crd/bases/*.yaml charts/tfrs/files/crds/
+	cp config/rbac/role.yaml config/rbac/provisioner_role.yaml charts/tfrs/files/rbac/
+	cp config/monitoring/tfrs-dashboard.json config/monitoring/prometheusrule.yaml charts/tfrs/files/monitoring/
 
 verify-generated: generate manifests ## fails when generated files are stale
-	git diff --exit-code -- api config || { echo "generated files are stale: run make generate manifests"; exit 1; }
+	git diff --exit-code -- api config charts && test -z "$$(git status --porcelain -- api config charts)" || { echo "generated files are stale: run make generate manifests"; exit 1; }
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')

@@ -41,7 +41,13 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(operationsTotal, operationDuration, operationsInFlight, stacksFailing, resyncSkips)
+	metrics.Registry.MustRegister(Collectors()...)
+}
+
+// Collectors are the operator's own metrics, as registered on controller-runtime's registry
+// (config/monitoring's test checks the dashboard and the alerts against them).
+func Collectors() []prometheus.Collector {
+	return []prometheus.Collector{operationsTotal, operationDuration, operationsInFlight, stacksFailing, resyncSkips}
 }
 
 // registerEngineMetrics exports the engine's own metrics (CLI processes and time) on the

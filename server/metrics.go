@@ -27,6 +27,7 @@ type metrics struct {
 	ops             *prometheus.CounterVec
 	opDuration      *prometheus.HistogramVec
 	opsInflight     *prometheus.GaugeVec
+	all             []prometheus.Collector // everything registered on reg
 }
 
 func newMetrics(eng any) *metrics {
@@ -56,13 +57,18 @@ func newMetrics(eng any) *metrics {
 			Name: "tfrs_operations_in_flight", Help: "Stack operations running, by kind.",
 		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inflight, m.unauthenticated, m.ops, m.opDuration, m.opsInflight,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.all = []prometheus.Collector{m.requests, m.duration, m.inflight, m.unauthenticated, m.ops, m.opDuration, m.opsInflight,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	if in, ok := eng.(engine.Instrumented); ok {
-		m.reg.MustRegister(in.Collectors()...)
+		m.all = append(m.all, in.Collectors()...)
 	}
+	m.reg.MustRegister(m.all...)
 	return m
 }
+
+// Collectors are every metric a server registers on its /metrics (with eng's when it exports
+// them); config/monitoring's test checks the dashboard and the alerts against them.
+func Collectors(eng any) []prometheus.Collector { return newMetrics(eng).all }
 
 // observeRequest records a request under labels the caller took from fixed sets.
 func (m *metrics) observeRequest(method, route, code string, d time.Duration) {
