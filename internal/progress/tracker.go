@@ -62,7 +62,9 @@ type Component struct {
 }
 
 // Complete reports whether every step of the component seen so far has finished.
-func (c *Component) Complete() bool { return c.Total > 0 && c.Running == 0 && c.Done+c.Failed >= c.Total }
+func (c *Component) Complete() bool {
+	return c.Total > 0 && c.Running == 0 && c.Done+c.Failed >= c.Total
+}
 
 type step struct {
 	comp    *Component

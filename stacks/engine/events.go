@@ -39,10 +39,10 @@ type Event struct {
 	// Resources, on EventStart, is how many resources the stack's state held before the
 	// operation (the stack itself and its providers included): the expected number of steps
 	// of an update, refresh or destroy; 0 for a new stack.
-	Resources int `json:"resources,omitempty"`
-	Op        StepOp    `json:"op,omitempty"`
-	Severity  string    `json:"severity,omitempty"` // info, warning, error (diagnostics)
-	Message   string    `json:"message,omitempty"`
+	Resources int    `json:"resources,omitempty"`
+	Op        StepOp `json:"op,omitempty"`
+	Severity  string `json:"severity,omitempty"` // info, warning, error (diagnostics)
+	Message   string `json:"message,omitempty"`
 	// Ephemeral diagnostics are status lines ("waiting for pods…") that a terminal overwrites.
 	Ephemeral bool `json:"ephemeral,omitempty"`
 }
