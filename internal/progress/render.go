@@ -57,7 +57,9 @@ func NewRenderer(w io.Writer, o RenderOptions) *Renderer {
 	if o.PlainEvery <= 0 {
 		o.PlainEvery = 10 * time.Second
 	}
-	return &Renderer{w: w, o: o, tr: NewTracker(), redraw: Throttle{Interval: o.Redraw}, plainLine: Throttle{Interval: o.PlainEvery}}
+	r := &Renderer{w: w, o: o, tr: NewTracker(), redraw: Throttle{Interval: o.Redraw}, plainLine: Throttle{Interval: o.PlainEvery}}
+	r.plainLine.Allow(o.Now()) // the first progress line comes one period after the start
+	return r
 }
 
 // Tracker is the renderer's count of the events seen.
