@@ -72,10 +72,6 @@ func (r *Renderer) Event(e engine.Event) {
 	if r.closed {
 		return
 	}
-	var before map[*Component]bool
-	if s := r.tr.byName[e.Stack]; s != nil {
-		before = completeSet(s)
-	}
 	r.tr.Observe(e)
 	s := r.tr.byName[e.Stack]
 	if s == nil {
@@ -85,7 +81,7 @@ func (r *Renderer) Event(e engine.Event) {
 		r.terminal(e, s)
 		return
 	}
-	r.plain(e, s, before)
+	r.plain(e, s)
 }
 
 // Note prints a line of the caller's (an operation's state, a reconnect) above the progress.
@@ -111,16 +107,6 @@ func (r *Renderer) Close() {
 		r.draw()
 		r.live, r.lines = nil, 0
 	}
-}
-
-func completeSet(s *Stack) map[*Component]bool {
-	m := map[*Component]bool{}
-	for _, c := range s.Components {
-		if c.Complete() {
-			m[c] = true
-		}
-	}
-	return m
 }
 
 // message is the line an event prints above the progress (both modes), "" for none: steps
@@ -159,9 +145,11 @@ func (r *Renderer) message(e engine.Event) string {
 	return ""
 }
 
-// plain prints line-oriented progress: the start, changing steps, a component when it
-// completes, a progress line at most every PlainEvery, warnings and errors, and the summary.
-func (r *Renderer) plain(e engine.Event, s *Stack, before map[*Component]bool) {
+// plain prints line-oriented progress: the start, changing steps, a progress line at most
+// every PlainEvery, warnings and errors, and at the end one line per component and the summary.
+// (A component is not reported as complete while it runs: the engine may see a component's
+// outputs before its children register, so "complete" mid-run can be premature.)
+func (r *Renderer) plain(e engine.Event, s *Stack) {
 	prefix := r.paint("1", "["+s.Name+"]")
 	say := func(line string) { fmt.Fprintf(r.w, "%s %s\n", prefix, line) }
 	switch e.Kind {
@@ -175,20 +163,26 @@ func (r *Renderer) plain(e engine.Event, s *Stack, before map[*Component]bool) {
 		r.plainLine.Allow(r.o.Now())
 		return
 	case engine.EventSummary:
+		// The summary closes the stack: one line per component, then the counts.
+		width := 0
+		for _, c := range s.Components {
+			width = max(width, utf8.RuneCountInString(c.Label))
+		}
+		for _, c := range s.Components {
+			mark := r.paint("32", "ok    ")
+			switch {
+			case c.Failed > 0:
+				mark = r.paint("31", "failed")
+			case !c.Complete():
+				mark = "-     " // steps that never finished (the operation stopped)
+			}
+			say(fmt.Sprintf("  %s %-*s %d/%d", mark, width, c.Label, c.Done+c.Failed, c.Total))
+		}
 		say(fmt.Sprintf("%s %s (%d/%d resources)", r.paint("32", "done:"), e.Message, s.Done(), s.Total()))
 		return
 	}
 	if m := r.message(e); m != "" {
 		say(m)
-	}
-	for _, c := range s.Components {
-		if c.Complete() && !before[c] && c.Label != StackLabel {
-			mark := r.paint("32", "ok")
-			if c.Failed > 0 {
-				mark = r.paint("31", "failed")
-			}
-			say(fmt.Sprintf("%s %s: %d/%d", mark, c.Label, c.Done, c.Total))
-		}
 	}
 	if r.plainLine.Allow(r.o.Now()) {
 		line := fmt.Sprintf("progress %d/%d resources", s.Done(), s.Total())
@@ -289,7 +283,7 @@ func (r *Renderer) block(s *Stack) []string {
 		if c.Running > 0 && c.LastStep != "" {
 			text += "  " + c.LastStep
 		}
-		lines = append(lines, "  "+mark+" "+truncate(text, r.o.Width-4))
+		lines = append(lines, "  "+mark+" "+strings.TrimRight(truncate(text, r.o.Width-4), " "))
 	}
 	return lines
 }

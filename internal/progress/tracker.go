@@ -90,6 +90,7 @@ func (t *Tracker) Observe(e engine.Event) bool {
 		return true
 	case engine.EventSummary:
 		s.Summary = e.Message
+		s.settle()
 		return true
 	case engine.EventStepStart, engine.EventStepDone, engine.EventStepFailed:
 	default:
@@ -151,6 +152,20 @@ func (t *Tracker) Observe(e engine.Event) bool {
 		s.current = c.Label
 	}
 	return true
+}
+
+// settle counts as done the steps still running when the stack's summary arrives. The engine
+// reports the summary after every step ended, so those are remote components (a Helm v4
+// Chart, a yaml/v2 ConfigFile: the provider constructs them and their step has no outputs event
+// of its own), not work still going on.
+func (s *Stack) settle() {
+	for _, st := range s.steps {
+		if st.running && !st.failed {
+			st.running, st.done = false, true
+			st.comp.Running--
+			st.comp.Done++
+		}
+	}
 }
 
 // component returns the component a resource belongs to, creating it on first sight.
