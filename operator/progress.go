@@ -144,7 +144,11 @@ func (p *progressReporter) flush(ctx context.Context, now time.Time) {
 		p.patch(ctx, sn, now)
 	}
 	if event {
-		p.r.event(p.obj, corev1.EventTypeNormal, ReasonProgress, string(p.op), progressNote(p.op, sn))
+		action := "Up"
+		if p.op == v1alpha1.OperationDestroy {
+			action = "Destroy"
+		}
+		p.r.event(p.obj, corev1.EventTypeNormal, ReasonProgress, action, progressNote(p.op, sn))
 	}
 }
 
