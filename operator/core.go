@@ -45,6 +45,7 @@ type reconciler struct {
 	sources *sourcepolicy.Policy // nil: no source policy check here
 	// progressInterval bounds the status patches of a running operation's progress (progress.go).
 	progressInterval time.Duration
+	progressEvents   *eventThrottle // Progress Events per object, across its jobs
 }
 
 // Reconcile: get → finalizer → deferred status patch → delete path or apply path. It never

@@ -193,6 +193,7 @@ func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *pa
 		sources: o.Sources,
 
 		progressInterval: o.ProgressInterval,
+		progressEvents:   &eventThrottle{},
 	}
 }
 

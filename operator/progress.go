@@ -28,7 +28,8 @@ import (
 //   - status.lastOperation.progress at most once per Options.ProgressInterval (default 5s),
 //     the first at once and the last when the job ends (the complete count on success), so it
 //     is never older than one interval and never written per event;
-//   - a "Progress" Event at most once per 6 intervals (30s by default) per object;
+//   - a "Progress" Event at most once per 6 intervals (30s by default) per object, across its
+//     operations (a retried up does not add one per attempt);
 //   - a structured log line at most once per 3 intervals.
 //
 // The writer owns the progress field alone: it sends a JSON merge patch of only that field
@@ -63,7 +64,7 @@ type progressReporter struct {
 	mu                                sync.Mutex
 	tr                                *progress.Tracker
 	dirtyStatus, dirtyEvent, dirtyLog bool
-	patchT, eventT, logT              progress.Throttle
+	patchT, logT                      progress.Throttle
 
 	wake chan struct{}
 	stop chan struct{}
@@ -75,7 +76,7 @@ func (r *reconciler) newProgress(obj v1alpha1.Object, kind jobKind, stack string
 	p := &progressReporter{
 		r: r, obj: obj, interval: iv, tr: progress.NewTracker(),
 		log:    ctrl.Log.WithName("progress").WithValues(string(r.kind.name()), key(obj), "stack", stack, "operation", string(kind)),
-		patchT: progress.Throttle{Interval: iv}, eventT: progress.Throttle{Interval: 6 * iv}, logT: progress.Throttle{Interval: 3 * iv},
+		patchT: progress.Throttle{Interval: iv}, logT: progress.Throttle{Interval: 3 * iv},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	if kind != jobDrift {
@@ -128,7 +129,7 @@ func (p *progressReporter) flush(ctx context.Context, now time.Time) {
 	if status {
 		p.dirtyStatus = false
 	}
-	event := p.op != "" && p.dirtyEvent && p.eventT.Allow(now)
+	event := p.op != "" && p.dirtyEvent && p.r.progressEvents.allow(key(p.obj), now, 6*p.interval)
 	if event {
 		p.dirtyEvent = false
 	}
@@ -205,6 +206,37 @@ func (p *progressReporter) patch(ctx context.Context, sn progress.Snapshot, now 
 		// Progress is informative: a failed write is retried with the next one, never fatal.
 		p.log.V(1).Info("progress status patch failed", "error", err.Error())
 	}
+}
+
+// eventThrottle spaces the Progress Events of each object, whichever job sends them.
+type eventThrottle struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// allow reports whether obj may have a Progress Event at now, and records it if so. Entries
+// older than the interval are pruned as the map grows, so deleted objects do not accumulate.
+func (t *eventThrottle) allow(obj string, now time.Time, interval time.Duration) bool {
+	if t == nil {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = map[string]time.Time{}
+	}
+	if last, ok := t.last[obj]; ok && now.Sub(last) < interval {
+		return false
+	}
+	if len(t.last) >= 1024 {
+		for k, v := range t.last {
+			if now.Sub(v) >= interval {
+				delete(t.last, k)
+			}
+		}
+	}
+	t.last[obj] = now
+	return true
 }
 
 // progressNote is the Event's note: "up: 12/40 resources, now PostgreSQL acme-pg".

@@ -50,7 +50,7 @@ func TestProgressReporterThrottlesAndOwnsTheField(t *testing.T) {
 	cl.Status.LastOperation = &v1alpha1.Operation{Kind: v1alpha1.OperationUp, StartedAt: ptrTime(started)}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.TFRCluster{}).WithObjects(cl).Build()
 	rec := events.NewFakeRecorder(100)
-	r := &reconciler{kind: clusterKind(), client: c, events: rec, progressInterval: 300 * time.Millisecond}
+	r := &reconciler{kind: clusterKind(), client: c, events: rec, progressInterval: 300 * time.Millisecond, progressEvents: &eventThrottle{}}
 
 	patches := func() float64 { return metricValue(progressPatches.WithLabelValues("TFRCluster")) }
 	before := patches()
@@ -90,14 +90,21 @@ func TestProgressReporterThrottlesAndOwnsTheField(t *testing.T) {
 	require.EqualValues(t, 45, op.Progress.ResourcesTotal)
 	require.Equal(t, "RabbitMQOperator rabbitmq-operator", op.Progress.Component)
 
-	close(rec.Events)
-	progressEvents := 0
-	for ev := range rec.Events {
-		if strings.Contains(ev, ReasonProgress) {
-			progressEvents++
-			require.Regexp(t, `up: \d+/\d+ resources`, ev)
+	drain := func() int {
+		n := 0
+		for {
+			select {
+			case ev := <-rec.Events:
+				if strings.Contains(ev, ReasonProgress) {
+					n++
+					require.Regexp(t, `up: \d+/\d+ resources`, ev)
+				}
+			default:
+				return n
+			}
 		}
 	}
+	progressEvents := drain()
 	require.GreaterOrEqual(t, progressEvents, 1)
 	require.LessOrEqual(t, progressEvents, int(elapsed/(6*300*time.Millisecond))+1, "one Progress event per 6 intervals")
 
@@ -113,6 +120,17 @@ func TestProgressReporterThrottlesAndOwnsTheField(t *testing.T) {
 	require.Equal(t, v1alpha1.OperationSucceeded, after.Status.LastOperation.Result)
 	require.NotNil(t, after.Status.LastOperation.Progress, "the reconcile patch does not clear the progress")
 	require.EqualValues(t, 45, after.Status.LastOperation.Progress.ResourcesDone)
+	// A retry right after (a new job of the same object) adds no Progress event: the spacing is
+	// per object, not per job.
+	again := r.newProgress(cl.DeepCopy(), jobUp, "cluster.dev")
+	again.start(context.Background(), started)
+	for _, e := range evs[:20] {
+		again.sink(e)
+	}
+	time.Sleep(100 * time.Millisecond)
+	again.finish(false)
+
+	require.Zero(t, drain(), "no second Progress event within the spacing")
 }
 
 // A drift check reports in the log only: no status patch, no event.
