@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,17 +121,6 @@ func TestProgressReporterThrottlesAndOwnsTheField(t *testing.T) {
 	require.Equal(t, v1alpha1.OperationSucceeded, after.Status.LastOperation.Result)
 	require.NotNil(t, after.Status.LastOperation.Progress, "the reconcile patch does not clear the progress")
 	require.EqualValues(t, 45, after.Status.LastOperation.Progress.ResourcesDone)
-	// A retry right after (a new job of the same object) adds no Progress event: the spacing is
-	// per object, not per job.
-	again := r.newProgress(cl.DeepCopy(), jobUp, "cluster.dev")
-	again.start(context.Background(), started)
-	for _, e := range evs[:20] {
-		again.sink(e)
-	}
-	time.Sleep(100 * time.Millisecond)
-	again.finish(false)
-
-	require.Zero(t, drain(), "no second Progress event within the spacing")
 }
 
 // A drift check reports in the log only: no status patch, no event.
@@ -154,4 +144,20 @@ func TestProgressOfADriftCheckIsLogOnly(t *testing.T) {
 	got := &v1alpha1.TFRCluster{}
 	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(cl), got))
 	require.Nil(t, got.Status.LastOperation)
+}
+
+// Progress Events are spaced per object, across its jobs: a retried up right after adds none;
+// other objects are independent; old entries are pruned.
+func TestProgressEventsAreSpacedPerObject(t *testing.T) {
+	var th eventThrottle
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	iv := 30 * time.Second
+	require.True(t, th.allow("default/acme", t0, iv))
+	require.False(t, th.allow("default/acme", t0.Add(time.Second), iv), "the next job of the same object")
+	require.True(t, th.allow("default/other", t0.Add(time.Second), iv))
+	require.True(t, th.allow("default/acme", t0.Add(iv), iv))
+	for i := range 2000 {
+		th.allow(fmt.Sprintf("ns/o%d", i), t0.Add(time.Duration(i)*time.Minute), iv)
+	}
+	require.Less(t, len(th.last), 1100, "pruned as it grows")
 }
