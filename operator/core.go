@@ -43,6 +43,9 @@ type reconciler struct {
 	failing *failingSet
 	now     func() time.Time
 	sources *sourcepolicy.Policy // nil: no source policy check here
+	// progressInterval bounds the status patches of a running operation's progress (progress.go).
+	progressInterval time.Duration
+	progressEvents   *eventThrottle // Progress Events per object, across its jobs
 }
 
 // Reconcile: get → finalizer → deferred status patch → delete path or apply path. It never
@@ -77,6 +80,7 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // patchStatus writes the status when it changed (a merge patch: no conflict with writers of
 // the spec). A deleted object has no status to write.
 func (r *reconciler) patchStatus(ctx context.Context, base, obj v1alpha1.Object) error {
+	keepProgress(base, obj)
 	patch := client.MergeFrom(base)
 	data, err := patch.Data(obj)
 	if err != nil || string(data) == "{}" {
@@ -198,7 +202,7 @@ func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, why s
 	}
 	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
-		j.outcome, j.err = r.up(ctx, snapshot, why, j.decision)
+		j.outcome, j.err = r.up(ctx, snapshot, why, j.decision, j.sink)
 	}, obj)
 	msg := "up running: " + why
 	if prev := readyReason(st); why == whyRetry && prev != "" && prev != v1alpha1.ReasonProgressing {
@@ -211,8 +215,8 @@ func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, why s
 
 // up runs the object's up; with a pending-decision annotation it resolves an interrupted create
 // of a data-bearing resource the way the human chose and runs once more.
-func (r *reconciler) up(ctx context.Context, obj v1alpha1.Object, why, decision string) (*runner.Outcome, error) {
-	op := runner.Op{Door: engine.ManagedByOperator, Message: fmt.Sprintf("tfrs operator: %s (generation %d)", why, obj.GetGeneration())}
+func (r *reconciler) up(ctx context.Context, obj v1alpha1.Object, why, decision string, sink engine.Sink) (*runner.Outcome, error) {
+	op := runner.Op{Door: engine.ManagedByOperator, Sink: sink, Message: fmt.Sprintf("tfrs operator: %s (generation %d)", why, obj.GetGeneration())}
 	out, err := r.runner.Up(ctx, obj, op)
 	var oe *engine.OpError
 	if decision != "" && errors.Is(err, engine.ErrPendingNeedsDecision) && errors.As(err, &oe) {
@@ -231,7 +235,7 @@ func (r *reconciler) startDrift(obj v1alpha1.Object, t kinds.Target) {
 	j := &job{kind: jobDrift, uid: obj.GetUID(), gen: obj.GetGeneration()}
 	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
-		j.drift, j.err = checkDrift(ctx, r.runner, snapshot, runner.Op{Door: engine.ManagedByOperator, Message: "tfrs operator: drift check"})
+		j.drift, j.err = checkDrift(ctx, r.runner, snapshot, runner.Op{Door: engine.ManagedByOperator, Sink: j.sink, Message: "tfrs operator: drift check"})
 	}, obj)
 }
 
@@ -240,7 +244,7 @@ func (r *reconciler) startDestroy(obj v1alpha1.Object, t kinds.Target) {
 	j := &job{kind: jobDestroy, uid: obj.GetUID(), gen: obj.GetGeneration()}
 	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
-		j.outcome, j.err = r.runner.Destroy(ctx, snapshot, runner.Op{Door: engine.ManagedByOperator, Message: "tfrs operator: custom resource deleted"})
+		j.outcome, j.err = r.runner.Destroy(ctx, snapshot, runner.Op{Door: engine.ManagedByOperator, Sink: j.sink, Message: "tfrs operator: custom resource deleted"})
 	}, obj)
 	obj.GetStackStatus().LastOperation = &v1alpha1.Operation{Kind: v1alpha1.OperationDestroy, StartedAt: ptrTime(j.started)}
 	r.setPhase(obj, phase{ready: metav1.ConditionFalse, reason: v1alpha1.ReasonDeleting,
@@ -250,16 +254,21 @@ func (r *reconciler) startDestroy(obj v1alpha1.Object, t kinds.Target) {
 // start hands a job to the table, with the in-flight gauge and a wake-up of the object when it
 // ends (through the controller's channel source; the poll requeue covers a lost one). The
 // stacks the job may have changed (a personal tenant's up or destroy also runs its shared
-// stack) lose their cached digests before anyone can see the job done.
+// stack) lose their cached digests before anyone can see the job done. The job's progress
+// reporter (progress.go) is its sink; its last write happens before the job is done.
 func (r *reconciler) start(t kinds.Target, j *job, fn func(context.Context, *job), obj v1alpha1.Object) {
 	kind := string(r.kind.name())
 	stub := r.kind.newObj()
 	stub.SetNamespace(obj.GetNamespace())
 	stub.SetName(obj.GetName())
+	rep := r.newProgress(obj.DeepCopyObject().(v1alpha1.Object), j.kind, t.Stack)
+	j.sink = rep.sink
 	r.jobs.start(t.Stack, j, func(ctx context.Context, j *job) {
 		operationsInFlight.WithLabelValues(kind).Inc()
 		defer operationsInFlight.WithLabelValues(kind).Dec()
 		defer r.digests.forget(t.Stack, t.Shared)
+		rep.start(ctx, j.started)
+		defer func() { rep.finish(j.err == nil) }()
 		fn(ctx, j)
 	}, func() {
 		select {

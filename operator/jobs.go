@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -29,7 +30,8 @@ type job struct {
 	why  string
 	// What the job ran against, written to status when it succeeds.
 	request, parentDigest string
-	decision              string // the pending decision applied, if any
+	decision              string      // the pending decision applied, if any
+	sink                  engine.Sink // the job's progress reporter
 	started               time.Time
 	cancel                context.CancelFunc
 	done                  chan struct{}

@@ -71,6 +71,10 @@ type Options struct {
 	// EngineReadTimeout bounds a synchronous engine read in Reconcile (default 5s): the outputs
 	// of a parent stack made over the HTTP API or the CLI.
 	EngineReadTimeout time.Duration
+	// ProgressInterval bounds how often a running operation's status.lastOperation.progress
+	// is written (default 5s); its Progress Events come at most every 6 intervals and its
+	// progress log lines every 3.
+	ProgressInterval time.Duration
 	// SkipNameValidation lets several operators run in one process (tests of a restart).
 	SkipNameValidation bool
 	// Sources, when set, is the source policy every object's spec must pass before anything
@@ -90,6 +94,7 @@ func (o *Options) defaults() {
 	def(&o.BackoffMax, 5*time.Minute)
 	def(&o.JobPoll, 30*time.Second)
 	def(&o.EngineReadTimeout, 5*time.Second)
+	def(&o.ProgressInterval, 5*time.Second)
 	if o.MaxConcurrentReconciles <= 0 {
 		o.MaxConcurrentReconciles = 2
 	}
@@ -190,6 +195,9 @@ func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *pa
 		failing: &failingSet{kind: string(k.name())},
 		now:     time.Now,
 		sources: o.Sources,
+
+		progressInterval: o.ProgressInterval,
+		progressEvents:   &eventThrottle{},
 	}
 }
 

@@ -172,7 +172,7 @@ type instance struct {
 
 // startOperator starts an operator; the caller stops it. cancelGrace is the engine's: a tiny one turns a stop into
 // a kill of the running Pulumi processes, as a crash would.
-func (e *itEnv) startOperator(t *testing.T, cancelGrace time.Duration) *instance {
+func (e *itEnv) startOperator(t *testing.T, cancelGrace time.Duration, tweak ...func(*Options)) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	eng, err := engine.New(ctx, engine.Options{BackendURL: "file://" + e.backendDir, StateDir: e.stateDir,
@@ -184,11 +184,15 @@ func (e *itEnv) startOperator(t *testing.T, cancelGrace time.Duration) *instance
 	mgr, err := NewManager(cfg, ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionNamespace: "tfrs-system"})
 	require.NoError(t, err)
-	_, err = Setup(ctx, mgr, Options{
+	o := Options{
 		Engine: eng, Run: runner.Options{Kubeconfig: e.kubeconfig},
 		ResyncPeriod: 2 * time.Second, ParentPoll: 2 * time.Second, JobPoll: 5 * time.Second,
 		BackoffBase: time.Second, BackoffMax: 4 * time.Second, SkipNameValidation: true,
-	})
+	}
+	for _, fn := range tweak {
+		fn(&o)
+	}
+	_, err = Setup(ctx, mgr, o)
 	require.NoError(t, err)
 	in := &instance{eng: eng, cancel: cancel, done: make(chan error, 1)}
 	go func() { in.done <- mgr.Start(ctx) }()

@@ -192,6 +192,28 @@ type Operation struct {
 	// Message is a short, non-secret summary (e.g. the first error line).
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Progress is how far the operation got, updated every few seconds while it runs and
+	// once more when it ends.
+	// +optional
+	Progress *Progress `json:"progress,omitempty"`
+}
+
+// Progress counts an operation's resource steps. The total is what the engine knows: the
+// resources the stack held before the operation (exact for a no-op, an update or a destroy), or
+// the resources seen so far when more (a first up has no plan, so its total grows).
+type Progress struct {
+	// ResourcesDone is the resources whose step finished (or failed).
+	// +kubebuilder:validation:Minimum=0
+	ResourcesDone int32 `json:"resourcesDone"`
+	// ResourcesTotal is the resources expected; it never shrinks during an operation.
+	// +kubebuilder:validation:Minimum=0
+	ResourcesTotal int32 `json:"resourcesTotal"`
+	// Component is the component worked on last, e.g. "PostgreSQL acme-pg".
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Component string `json:"component,omitempty"`
+	// UpdatedAt is when the progress was written.
+	UpdatedAt metav1.Time `json:"updatedAt"`
 }
 
 // StackStatus is the status every TFRS kind shares: the state of its Pulumi stack.

@@ -88,7 +88,9 @@ func (f *renderFlags) run(ctx context.Context, stdin io.Reader, pal palette) err
 	}
 	defer cleanup()
 	parents := &renderParents{eng: eng, rendered: map[string]bool{}}
-	sink := progressSink(os.Stderr, f.progress, pal)
+	prog := newProgress(os.Stderr, f.progress, pal)
+	defer prog.close()
+	sink := prog.sink()
 	for _, p := range objs {
 		stackDir := filepath.Join(dir, renderStack(p.target))
 		// The throwaway state knows nothing of earlier renders, so stale files would stay. A

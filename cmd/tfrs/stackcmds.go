@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -166,8 +165,10 @@ func (f *stackCmdFlags) run(cmd *cobra.Command, a *app, op engine.OpKind) error 
 		return err
 	}
 	defer closeRunner()
-	s := &stackRun{op: op, flags: f, runner: rn, sink: progressSink(os.Stderr, f.progress, a.palette(os.Stderr))}
+	prog := newProgress(os.Stderr, f.progress, a.palette(os.Stderr))
+	s := &stackRun{op: op, flags: f, runner: rn, sink: prog.sink()}
 	reports, runErr := s.run(ctx, objs)
+	prog.close()
 	if err := writeReports(cmd.OutOrStdout(), f.format, reports, objs); err != nil {
 		return err
 	}
@@ -335,53 +336,4 @@ func exitFor(op engine.OpKind, f *stackCmdFlags, reports []*diff.Report, runErr 
 		return &exitError{code: exitChanges, msg: "changes pending (--detailed-exitcode)"}
 	}
 	return nil
-}
-
-// progressSink prints the engine's progress on w when w is a terminal or when forced: the
-// steps that change something, warnings, errors and each stack's summary. Unchanged steps and
-// ephemeral status lines are left out, so a CI log stays readable. pal colours the stack,
-// failures, errors and warnings.
-func progressSink(w io.Writer, force bool, pal palette) engine.Sink {
-	if f, ok := w.(*os.File); !force && (!ok || !isTerminal(f)) {
-		return nil
-	}
-	var mu sync.Mutex
-	return func(e engine.Event) {
-		var line string
-		switch e.Kind {
-		case engine.EventStart, engine.EventRecovery:
-			// Not EventCancel: Pulumi ends every event stream with a cancel event.
-			line = e.Message
-		case engine.EventStepStart:
-			if e.Op == engine.StepSame || e.Op == engine.StepRead || e.Op == engine.StepRefresh {
-				return
-			}
-			line = e.Message
-			if e.Op == engine.StepDelete || e.Op == engine.StepReplace {
-				line = pal.yellow(line)
-			}
-		case engine.EventStepFailed:
-			line = pal.red(fmt.Sprintf("failed: %s %s", e.Type, e.URN))
-		case engine.EventDiag:
-			if e.Ephemeral || (e.Severity != "warning" && e.Severity != "error") {
-				return
-			}
-			line = e.Message // Pulumi's prefix already says "warning:" or "error:"
-			if !strings.HasPrefix(line, e.Severity) {
-				line = e.Severity + ": " + line
-			}
-			if e.Severity == "error" {
-				line = pal.red(line)
-			} else {
-				line = pal.yellow(line)
-			}
-		case engine.EventSummary:
-			line = pal.green("done: ") + e.Message
-		default:
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "%s %s\n", pal.bold("["+e.Stack+"]"), line)
-	}
 }

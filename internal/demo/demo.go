@@ -1,12 +1,11 @@
 // Package demo is the story `make demo` tells and the end-to-end suite asserts: a TFRCluster
 // by `kubectl apply` (sources pointed at the offline stand-ins), an enterprise tenant by HTTP
-// POST (watching its progress as Server-Sent Events), a TFRServer by `kubectl apply`, and a
+// POST (its progress followed with `tfrs watch`, which renders the operation's Server-Sent Events), a TFRServer by `kubectl apply`, and a
 // personal tenant with two robots by `tfrs up -f`. Each step is a method, so the test can
 // assert between steps what the demo only prints.
 package demo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -66,7 +65,7 @@ func (s *Story) Run(ctx context.Context) error {
 		fn    func(context.Context) error
 	}{
 		{"1/7  TFRCluster by kubectl apply (offline stand-in sources)", s.ApplyCluster},
-		{"2/7  enterprise TFRTenant by HTTP POST, progress as Server-Sent Events", s.PostTenant},
+		{"2/7  enterprise TFRTenant by HTTP POST, its progress followed by tfrs watch", s.PostTenant},
 		{"3/7  TFRServer by kubectl apply", s.ApplyServer},
 		{"4/7  personal TFRTenant with two robots by tfrs up -f", s.UpPersonal},
 		{"5/7  everything is Ready", s.Show},
@@ -129,7 +128,7 @@ func (s *Story) Example(name string) (string, error) {
 }
 
 // PostTenant POSTs examples/dev/tenant-enterprise.yaml (as JSON) to the HTTP API, follows
-// the operation's event stream to its end and checks the operation succeeded.
+// the operation to its end with `tfrs watch` and checks the operation succeeded.
 func (s *Story) PostTenant(ctx context.Context) error {
 	f, err := s.Example("tenant-enterprise.yaml")
 	if err != nil {
@@ -156,42 +155,24 @@ func (s *Story) PostTenant(ctx context.Context) error {
 	if resp.StatusCode != http.StatusAccepted || loc == "" {
 		return fmt.Errorf("POST tenant: %s", resp.Status)
 	}
-	if err := s.follow(ctx, s.Env.APIURL+loc+"/events"); err != nil {
+	if err := s.watch(ctx, loc); err != nil {
 		return err
 	}
 	return s.operationSucceeded(ctx, s.Env.APIURL+loc)
 }
 
-// follow prints an operation's SSE stream until its "done" event.
-func (s *Story) follow(ctx context.Context, url string) error {
-	s.say("$ curl -N -H 'Authorization: Bearer …' %s\n", url)
-	resp, err := s.api(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+// watch runs `tfrs watch` on an operation: the CLI renders its Server-Sent Events as a
+// progress bar with a line per component on a terminal, as plain lines elsewhere (a log, the
+// end-to-end test's buffer), and exits non-zero when the operation failed.
+func (s *Story) watch(ctx context.Context, loc string) error {
+	s.say("$ tfrs watch %s\n", loc)
+	cmd := exec.CommandContext(ctx, s.TFRS, "watch", loc, "--api-url", s.Env.APIURL)
+	cmd.Env = append(os.Environ(), "TFRS_API_TOKEN="+s.Env.Token)
+	cmd.Stdout, cmd.Stderr = s.Out, s.Out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("tfrs watch %s: %w", loc, err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	event := ""
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			s.say("  %-8s %s\n", event, short(strings.TrimPrefix(line, "data: "), 160))
-			if event == "done" {
-				return nil
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return fmt.Errorf("event stream %s ended without a done event", url)
+	return nil
 }
 
 func (s *Story) operationSucceeded(ctx context.Context, url string) error {

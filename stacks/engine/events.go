@@ -33,9 +33,16 @@ type Event struct {
 	Kind      EventKind `json:"kind"`
 	URN       string    `json:"urn,omitempty"`
 	Type      string    `json:"type,omitempty"`
-	Op        StepOp    `json:"op,omitempty"`
-	Severity  string    `json:"severity,omitempty"` // info, warning, error (diagnostics)
-	Message   string    `json:"message,omitempty"`
+	// Parent is the URN of a step's parent resource (a component's children name it), so a
+	// progress display can group resources by component.
+	Parent string `json:"parent,omitempty"`
+	// Resources, on EventStart, is how many resources the stack's state held before the
+	// operation (the stack itself and its providers included): the expected number of steps
+	// of an update, refresh or destroy; 0 for a new stack.
+	Resources int    `json:"resources,omitempty"`
+	Op        StepOp `json:"op,omitempty"`
+	Severity  string `json:"severity,omitempty"` // info, warning, error (diagnostics)
+	Message   string `json:"message,omitempty"`
 	// Ephemeral diagnostics are status lines ("waiting for pods…") that a terminal overwrites.
 	Ephemeral bool `json:"ephemeral,omitempty"`
 }
@@ -157,15 +164,15 @@ func (c *collector) handle(ev apitype.EngineEvent) {
 	case ev.ResourcePreEvent != nil:
 		m := ev.ResourcePreEvent.Metadata
 		op := c.step(m, false, false)
-		c.deliver(Event{Time: t, Kind: EventStepStart, URN: m.URN, Type: m.Type, Op: op, Message: stepMessage(op, m)})
+		c.deliver(Event{Time: t, Kind: EventStepStart, URN: m.URN, Type: m.Type, Parent: parentOf(m), Op: op, Message: stepMessage(op, m)})
 	case ev.ResOutputsEvent != nil:
 		m := ev.ResOutputsEvent.Metadata
 		op := c.step(m, true, false)
-		c.deliver(Event{Time: t, Kind: EventStepDone, URN: m.URN, Type: m.Type, Op: op})
+		c.deliver(Event{Time: t, Kind: EventStepDone, URN: m.URN, Type: m.Type, Parent: parentOf(m), Op: op})
 	case ev.ResOpFailedEvent != nil:
 		m := ev.ResOpFailedEvent.Metadata
 		op := c.step(m, false, true)
-		c.deliver(Event{Time: t, Kind: EventStepFailed, URN: m.URN, Type: m.Type, Op: op, Severity: "error"})
+		c.deliver(Event{Time: t, Kind: EventStepFailed, URN: m.URN, Type: m.Type, Parent: parentOf(m), Op: op, Severity: "error"})
 	case ev.DiagnosticEvent != nil:
 		d := ev.DiagnosticEvent
 		msg := c.red.redact(strings.TrimSpace(d.Prefix + d.Message))
@@ -222,6 +229,17 @@ func (c *collector) step(m apitype.StepEventMetadata, done, failed bool) StepOp 
 	s.Done = s.Done || done
 	s.Failed = s.Failed || failed
 	return s.Op
+}
+
+// parentOf is a step's parent URN, from its new state or (a delete) its old one.
+func parentOf(m apitype.StepEventMetadata) string {
+	if m.New != nil && m.New.Parent != "" {
+		return m.New.Parent
+	}
+	if m.Old != nil {
+		return m.Old.Parent
+	}
+	return ""
 }
 
 // diffPaths prefers the detailed diff (full property paths) over top-level keys.

@@ -178,7 +178,7 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	if err := e.prepare(ctx, op, sw, req, program.WithCredentials(prog, info.credentials, req.Rotate, func(v string) { red.add(v) })); err != nil {
 		return nil, err
 	}
-	col.emit(EventStart, fmt.Sprintf("%s %s", op, req.Stack))
+	col.deliver(Event{Kind: EventStart, Message: fmt.Sprintf("%s %s", op, req.Stack), Resources: info.resources})
 	err = body(sw, col, rec)
 	if op != OpPreview {
 		e.pruneHistory(ctx, req.Stack)

@@ -54,6 +54,13 @@ func TestDemoStory(t *testing.T) {
 	}
 	step("cluster by kubectl", story.ApplyCluster)
 	step("enterprise tenant by HTTP", story.PostTenant)
+	// Step 2 follows the operation with `tfrs watch`: per-component lines and the counts (plain,
+	// since the output is not a terminal here), never the raw Server-Sent Events.
+	require.NotContains(t, out.String(), "data: ", "no raw SSE lines in the demo")
+	require.Contains(t, out.String(), "$ tfrs watch /v1/operations/")
+	require.Regexp(t, `\[tenant\.tfrs-system\.acme\]   ok +PostgreSQL `, out.String())
+	require.Regexp(t, `\[tenant\.tfrs-system\.acme\] done: create=\d+ \((\d+)/(\d+) resources\)`, out.String())
+	require.Contains(t, out.String(), "(create TFRTenant tfrs-system/acme) succeeded")
 	step("server by kubectl", story.ApplyServer)
 	step("personal tenant and robots by CLI", story.UpPersonal)
 	step("show", story.Show)
