@@ -234,6 +234,15 @@ func checkPods(t *testing.T, objs []*unstructured.Unstructured, manifest string,
 		for _, k := range []string{"TFRS_STATE_DIR", "TMPDIR", "HOME"} {
 			require.True(t, writable[env[k]], "%s: %s=%s is not on a writable volume", name, k, env[k])
 		}
+		// The pod's identity, recorded beside the backend locks it takes (engine: lockowners.go).
+		fields := map[string]string{}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+				fields[e.Name] = e.ValueFrom.FieldRef.FieldPath
+			}
+		}
+		require.Equal(t, map[string]string{"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name", "POD_UID": "metadata.uid"},
+			filter(fields, map[string]string{"POD_NAMESPACE": "", "POD_NAME": "", "POD_UID": ""}), "%s: downward API identity", name)
 	}
 }
 

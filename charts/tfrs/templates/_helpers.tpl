@@ -118,6 +118,17 @@ app.kubernetes.io/component: {{ .component }}
   value: /tmp
 - name: PULUMI_SKIP_UPDATE_CHECK
   value: "true"
+{{- /* Who this pod is: recorded beside every backend lock it takes, so after a node loss the
+new leader can prove the pod gone and break its lock (README: Backend locks). */}}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef: {fieldPath: metadata.namespace}
+- name: POD_NAME
+  valueFrom:
+    fieldRef: {fieldPath: metadata.name}
+- name: POD_UID
+  valueFrom:
+    fieldRef: {fieldPath: metadata.uid}
 {{- end -}}
 
 {{- define "tfrs.passphraseArgs" -}}
