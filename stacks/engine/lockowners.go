@@ -23,7 +23,7 @@ import (
 // to prove its owner gone: containers that share a hostname do not share pids, a pid is reused,
 // and a wall-clock step makes a live process look younger than its lock. So for every CLI
 // process that can take the lock, the engine writes an owner record into the backend beside
-// the state (tfrs/lockowners/<host>/<pid>/…): the kernel's boot id, the pid namespace, the
+// the state (tfrs/lockowners/<host>_<pid>_…): the kernel's boot id, the pid namespace, the
 // process start in clock ticks since boot (immune to clock steps), and, in a pod, the Pod's
 // namespace, name and UID. A lock is broken only when every record that can stand for its
 // host and pid is provably gone (judgeLock); a lock with no record is reported, never guessed.
@@ -143,20 +143,26 @@ func recordGone(ctx context.Context, r ownerRecord, l liveness) (bool, string) {
 	return false, fmt.Sprintf("held by pid %d on another machine or pid namespace (host %s); its liveness cannot be proven from here", r.PID, r.Host)
 }
 
-// hostKey makes a hostname safe as one key segment.
-var reUnsafeKey = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+// Record keys are flat, "<host>_<pid>_<boot id>_<pid namespace>_<start ticks>.json", with "_"
+// kept out of every part: a file backend would otherwise keep an empty directory per pid (or
+// per pod) forever, since deleting a blob leaves its directories behind.
+var reUnsafeKey = regexp.MustCompile(`[^A-Za-z0-9.-]`)
 
-func ownerRecordDir(host string, pid int) string {
-	h := reUnsafeKey.ReplaceAllString(host, "_")
-	if h == "" || h == "." || h == ".." {
-		h = "_"
+func keyPart(s string) string {
+	s = reUnsafeKey.ReplaceAllString(s, "-")
+	if s == "" || s == "." || s == ".." {
+		return "-"
 	}
-	return ownerRecordPrefix + h + "/" + strconv.Itoa(pid) + "/"
+	return s
+}
+
+// ownerRecordDir is the key prefix of every record for host and pid.
+func ownerRecordDir(host string, pid int) string {
+	return ownerRecordPrefix + keyPart(host) + "_" + strconv.Itoa(pid) + "_"
 }
 
 func ownerRecordKey(r ownerRecord) string {
-	ns := reUnsafeKey.ReplaceAllString(r.PIDNS, "_")
-	return ownerRecordDir(r.Host, r.PID) + reUnsafeKey.ReplaceAllString(r.BootID, "_") + "." + ns + "." + strconv.FormatUint(r.StartTicks, 10) + ".json"
+	return ownerRecordDir(r.Host, r.PID) + keyPart(r.BootID) + "_" + keyPart(r.PIDNS) + "_" + strconv.FormatUint(r.StartTicks, 10) + ".json"
 }
 
 // recordOwner writes the owner record of a CLI process just started; the returned func
@@ -224,7 +230,7 @@ func (e *Engine) ownerRecords(ctx context.Context, lock LockOwner) ([]ownerRecor
 			return nil, nil, err
 		}
 		var r ownerRecord
-		if json.Unmarshal(body, &r) != nil || r.PID != lock.PID {
+		if json.Unmarshal(body, &r) != nil || r.PID != lock.PID || r.Host != lock.Host {
 			continue
 		}
 		recs = append(recs, r)
