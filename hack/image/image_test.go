@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,11 +68,12 @@ func TestImage(t *testing.T) {
 	o, err := parseFlags([]string{"-tag", testTag, "-commit", testCommit, "-tools", toolsDir,
 		"-created", "1767225600", "-out", out}, io.Discard)
 	require.NoError(t, err)
+	o.tfrsPath = sharedTFRS(t)
 
 	start := time.Now()
 	var stdout bytes.Buffer
 	require.NoError(t, run(ctx, o, &stdout))
-	t.Logf("make image path (build tfrs, 3 layers, layout + tarball): %s\n%s", time.Since(start).Round(time.Millisecond), stdout.String())
+	t.Logf("make image path (3 layers, layout + tarball; tfrs prebuilt): %s\n%s", time.Since(start).Round(time.Millisecond), stdout.String())
 
 	// The OCI layout: one image, annotated with the version tag, never latest.
 	p, err := layout.FromPath(filepath.Join(out, layoutDir))
@@ -290,13 +293,25 @@ func chown(t *testing.T, root string, hdrs map[string]*tar.Header) {
 // TestImageReproducible: the same inputs give the same digest, tfrs's own build included.
 func TestImageReproducible(t *testing.T) {
 	toolsDir := needInputs(t)
-	digest := func() v1.Hash {
+	first := sharedTFRS(t)
+	second := filepath.Join(t.TempDir(), "tfrs")
+	start := time.Now()
+	require.NoError(t, buildTFRS(t.Context(), second, "v0.9.0", testCommit))
+	t.Logf("second tfrs build (link only, compiled packages cached): %s", time.Since(start).Round(time.Millisecond))
+	a, err := os.ReadFile(first)
+	require.NoError(t, err)
+	b, err := os.ReadFile(second)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(a, b), "two builds of tfrs differ")
+
+	digest := func(tfrs string) v1.Hash {
 		o, err := parseFlags([]string{"-tag", testTag, "-commit", testCommit, "-tools", toolsDir,
 			"-created", "1767225600", "-out", t.TempDir()}, io.Discard)
 		require.NoError(t, err)
+		o.tfrsPath = tfrs
 		start := time.Now()
 		require.NoError(t, run(t.Context(), o, io.Discard))
-		t.Logf("built in %s", time.Since(start).Round(time.Millisecond))
+		t.Logf("assembled and written in %s", time.Since(start).Round(time.Millisecond))
 		p, err := layout.FromPath(filepath.Join(o.out, layoutDir))
 		require.NoError(t, err)
 		idx, err := p.ImageIndex()
@@ -305,8 +320,36 @@ func TestImageReproducible(t *testing.T) {
 		require.NoError(t, err)
 		return im.Manifests[0].Digest
 	}
-	a, b := digest(), digest()
-	assert.Equal(t, a, b)
+	assert.Equal(t, digest(first), digest(second))
+}
+
+var (
+	tfrsOnce sync.Once
+	tfrsDir  string
+	tfrsErr  error
+)
+
+// sharedTFRS builds the image's tfrs once per test binary, the way run does (buildTFRS).
+func sharedTFRS(t *testing.T) string {
+	t.Helper()
+	tfrsOnce.Do(func() {
+		if tfrsDir, tfrsErr = os.MkdirTemp("", "tfrs-image-test-"); tfrsErr != nil {
+			return
+		}
+		start := time.Now()
+		tfrsErr = buildTFRS(context.Background(), filepath.Join(tfrsDir, "tfrs"), "v0.9.0", testCommit)
+		t.Logf("tfrs built (static, -trimpath) in %s", time.Since(start).Round(time.Millisecond))
+	})
+	require.NoError(t, tfrsErr)
+	return filepath.Join(tfrsDir, "tfrs")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tfrsDir != "" {
+		_ = os.RemoveAll(tfrsDir)
+	}
+	os.Exit(code)
 }
 
 func TestParseFlags(t *testing.T) {
