@@ -127,13 +127,18 @@ func parseTag(flagName, ref string) (name.Tag, error) {
 	if ref == "" {
 		return name.Tag{}, fmt.Errorf("%s: required, e.g. ghcr.io/tfrs-io/tfrs:v0.9.0", flagName)
 	}
-	t, err := name.NewTag(ref, name.StrictValidation)
-	if err != nil {
-		return name.Tag{}, fmt.Errorf("%s: %w (want repository:version, e.g. ghcr.io/tfrs-io/tfrs:v0.9.0)", flagName, err)
+	// Lenient first (no tag reads as latest, for the message), then strict: the registry
+	// must be named, never Docker Hub by default.
+	t, err := name.NewTag(ref)
+	if err == nil {
+		v := t.TagStr()
+		if _, verr := semver.Parse(strings.TrimPrefix(v, "v")); verr != nil || !strings.HasPrefix(v, "v") {
+			return name.Tag{}, fmt.Errorf("%s: tag %q is not a version such as v0.9.0 (an image is never tagged latest)", flagName, v)
+		}
+		t, err = name.NewTag(ref, name.StrictValidation)
 	}
-	v := t.TagStr()
-	if _, err := semver.Parse(strings.TrimPrefix(v, "v")); err != nil || !strings.HasPrefix(v, "v") {
-		return name.Tag{}, fmt.Errorf("%s: tag %q is not a version such as v0.9.0 (an image is never tagged latest)", flagName, v)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("%s: %w (want registry/repository:version, e.g. ghcr.io/tfrs-io/tfrs:v0.9.0)", flagName, err)
 	}
 	return t, nil
 }
