@@ -137,15 +137,15 @@ func TestImage(t *testing.T) {
 	}
 	for path, h := range hdrs {
 		assert.Equal(t, int64(testEpoch), h.ModTime.Unix(), "%s mtime", path)
-		if path == "tmp/" || path == "home/nonroot/" {
+		if path == "tmp" || path == "home/nonroot" {
 			continue
 		}
 		assert.Zero(t, h.Mode&0o022, "%s is writable by others than root", path)
 		assert.Equal(t, 0, h.Uid, "%s owner", path)
 	}
-	assert.Equal(t, int64(0o1777), hdrs["tmp/"].Mode, "/tmp is sticky and world-writable")
+	assert.Equal(t, int64(0o1777), hdrs["tmp"].Mode, "/tmp is sticky and world-writable")
 	assert.Equal(t, [3]int64{0o700, nonrootUID, nonrootUID},
-		[3]int64{hdrs["home/nonroot/"].Mode, int64(hdrs["home/nonroot/"].Uid), int64(hdrs["home/nonroot/"].Gid)})
+		[3]int64{hdrs["home/nonroot"].Mode, int64(hdrs["home/nonroot"].Uid), int64(hdrs["home/nonroot"].Gid)})
 	pem, err := os.ReadFile(filepath.Join(root, "etc/ssl/certs/ca-certificates.crt"))
 	require.NoError(t, err)
 	assert.True(t, x509.NewCertPool().AppendCertsFromPEM(pem), "the CA bundle holds certificates")
@@ -161,12 +161,17 @@ func TestImage(t *testing.T) {
 	assertVersions(t, cmd, bin)
 
 	// And as the container runs it, when the test may chroot: the image's environment only,
-	// uid/gid 65532, / being the unpacked image (no /proc, no /dev: nothing else of the host).
+	// uid/gid 65532, / being the unpacked image plus the device nodes every OCI runtime
+	// provides (no /proc, nothing else of the host).
 	if os.Geteuid() != 0 {
 		t.Log("not root: the chroot run as uid 65532 is left out")
 		return
 	}
 	chown(t, root, hdrs)
+	if err := runtimeDevices(root); err != nil {
+		t.Logf("no device nodes (%v): the chroot run as uid 65532 is left out", err)
+		return
+	}
 	cmd = exec.CommandContext(ctx, "/usr/local/bin/tfrs", "version", "-o", "json")
 	cmd.Path = "/usr/local/bin/tfrs" // resolved inside the chroot, not on the host
 	cmd.Dir = "/"
@@ -280,6 +285,29 @@ func unpack(t *testing.T, img v1.Image, root string) map[string]*tar.Header {
 	}
 	require.NoError(t, os.Chmod(root, 0o755))
 	return hdrs
+}
+
+// runtimeDevices creates the device nodes the OCI runtime spec makes every container have
+// that tfrs and the tools use (os/exec opens /dev/null for a child's stdin); the numbers
+// are the fixed Linux ones (old encoding, major<<8|minor, exact below 256).
+func runtimeDevices(root string) error {
+	dev := filepath.Join(root, "dev")
+	if err := os.Mkdir(dev, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		name         string
+		major, minor uint32
+	}{{"null", 1, 3}, {"zero", 1, 5}, {"random", 1, 8}, {"urandom", 1, 9}} {
+		p := filepath.Join(dev, d.name)
+		if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(d.major<<8|d.minor)); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, 0o666); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // chown gives the unpacked files the image's owners (needs root).
