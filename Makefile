@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 45m
 PKGS ?= ./...
 
 
-.PHONY: build tools generate manifests verify-generated test unit fmt vet lint bench demo smoke e2e clean-tools
+.PHONY: build image tools generate manifests verify-generated test unit fmt vet lint bench demo smoke e2e clean-tools
 
 # What `tfrs version` prints; override with `make build VERSION=v1.2.3`.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -23,6 +23,19 @@ LDFLAGS := -X main.tfrsVersion=$(VERSION) -X main.tfrsCommit=$(COMMIT)
 
 build: ## the tfrs binary
 	go build -ldflags "$(LDFLAGS)" -o bin/tfrs ./cmd/tfrs
+
+# The image (`make image`): assembled without a container daemon by hack/image, tagged
+# $(IMAGE):$(RELEASE) (never latest; the manifests and the chart pin the same tag); its tfrs
+# reports $(RELEASE). Same commit and tools, same digest (SOURCE_DATE_EPOCH: the commit time).
+IMAGE ?= ghcr.io/tfrs-io/tfrs
+RELEASE ?= v0.9.0
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+IMAGE_FLAGS ?=
+image: ## OCI image without a daemon: bin/image/oci (layout), bin/image/tfrs.tar (docker load); IMAGE_FLAGS=-push REF
+	bash hack/tools/build.sh pulumi >/dev/null
+	bash hack/tools/build.sh provider >/dev/null
+	go run ./hack/image -tag $(IMAGE):$(RELEASE) -commit "$(COMMIT)" -tools "$(TOOLS_BIN)" \
+		-created $(SOURCE_DATE_EPOCH) -out bin/image $(IMAGE_FLAGS)
 
 tools: ## Pulumi CLI + Kubernetes provider, etcd, kube-*, kwok, versitygw, controller-gen, helm (cached)
 	bash hack/tools/build.sh >/dev/null
