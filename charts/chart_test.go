@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -79,6 +80,25 @@ monitoring:
     enabled: true
   prometheusRule:
     enabled: true
+`
+
+// replicasS3 is README "Replicas": two operators with leader election and two API replicas
+// on one s3:// state. The api block comes last (a test appends to it).
+const replicasS3 = `
+backend:
+  type: s3
+  s3:
+    url: s3://tfrs-state?endpoint=minio.storage:9000&s3ForcePathStyle=true&region=us-east-1
+    existingSecret: tfrs-s3
+passphrase:
+  existingSecret: tfrs-passphrase
+operator:
+  replicas: 2
+api:
+  enabled: true
+  replicas: 2
+  tokens:
+    existingSecret: tfrs-api-tokens
 `
 
 func helmBin(t *testing.T) string {
@@ -376,9 +396,10 @@ func TestChartRendersS3WithAPI(t *testing.T) {
 	}
 	c := api.Spec.Template.Spec.Containers[0]
 	require.Equal(t, "serve", c.Args[0])
-	for _, a := range []string{"--listen=:8080", "--token-file=/etc/tfrs/tokens/tokens", "--tls-cert=/etc/tfrs/tls/tls.crt", "--spec-dir=/var/lib/tfrs-api/specs"} {
+	for _, a := range []string{"--listen=:8080", "--leader-elect", "--token-file=/etc/tfrs/tokens/tokens", "--tls-cert=/etc/tfrs/tls/tls.crt"} {
 		require.Contains(t, c.Args, a)
 	}
+	noSpecDir(t, c)
 	require.Equal(t, corev1.URISchemeHTTPS, c.ReadinessProbe.HTTPGet.Scheme)
 	require.Equal(t, "tfrs-api", api.Spec.Template.Spec.ServiceAccountName)
 
@@ -387,8 +408,8 @@ func TestChartRendersS3WithAPI(t *testing.T) {
 	find(t, objs, "Secret", "tfrs-passphrase", &sec)
 	require.Equal(t, "keep", sec.Annotations["helm.sh/resource-policy"])
 	require.Equal(t, "chart-test-passphrase", string(sec.Data["passphrase"]))
-	var specs corev1.PersistentVolumeClaim
-	find(t, objs, "PersistentVolumeClaim", "tfrs-api-specs", &specs)
+	// The API keeps its specs and operation records in the backend: no claim of its own.
+	require.Zero(t, kinds(objs)["PersistentVolumeClaim"])
 
 	// The API reviews tokens and access, and applies with the provisioner role.
 	var auth rbacv1.ClusterRole
@@ -427,6 +448,74 @@ func TestChartRendersS3WithAPI(t *testing.T) {
 	require.Equal(t, 2, kinds(objs)["NetworkPolicy"])
 }
 
+// TestChartRendersReplicas: two operators and two APIs on s3 — a Lease fences each set, a
+// budget lets a drain take one pod of each at a time, the pods prefer different nodes, the API
+// keeps nothing on a volume of its own, and its account may hold the Lease tfrs-api-locks and
+// read the pods whose locks it breaks.
+func TestChartRendersReplicas(t *testing.T) {
+	manifest, objs := render(t, "-f", valuesFile(t, replicasS3))
+	checkPods(t, objs, manifest, "tfrs-operator", "tfrs-api")
+	checkRBAC(t, objs)
+	require.Zero(t, kinds(objs)["PersistentVolumeClaim"])
+
+	var op, api appsv1.Deployment
+	find(t, objs, "Deployment", "tfrs-operator", &op)
+	find(t, objs, "Deployment", "tfrs-api", &api)
+	for _, d := range []appsv1.Deployment{op, api} {
+		require.EqualValues(t, 2, *d.Spec.Replicas, d.Name)
+		require.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, d.Spec.Strategy.Type, d.Name)
+		require.Zero(t, d.Spec.Strategy.RollingUpdate.MaxUnavailable.IntValue(), "%s: the new pod is up before an old one goes", d.Name)
+		c := d.Spec.Template.Spec.Containers[0]
+		require.Contains(t, c.Args, "--leader-elect", d.Name)
+		require.Contains(t, c.Args, "--leader-election-namespace="+namespace, d.Name)
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			require.Nil(t, v.PersistentVolumeClaim, "%s: volume %s; on s3 every volume is scratch", d.Name, v.Name)
+		}
+
+		aff := d.Spec.Template.Spec.Affinity
+		require.NotNil(t, aff, d.Name)
+		require.Empty(t, aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, "%s: soft, a one-node cluster runs them all", d.Name)
+		terms := aff.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+		require.Len(t, terms, 1, d.Name)
+		require.Equal(t, "kubernetes.io/hostname", terms[0].PodAffinityTerm.TopologyKey, d.Name)
+		require.Equal(t, d.Spec.Selector.MatchLabels, terms[0].PodAffinityTerm.LabelSelector.MatchLabels, "%s: spreads its own pods", d.Name)
+
+		var pdb policyv1.PodDisruptionBudget
+		find(t, objs, "PodDisruptionBudget", d.Name, &pdb)
+		require.Equal(t, namespace, pdb.Namespace)
+		require.Nil(t, pdb.Spec.MinAvailable, d.Name)
+		require.EqualValues(t, 1, pdb.Spec.MaxUnavailable.IntValue(), d.Name)
+		require.Equal(t, d.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels, d.Name)
+	}
+	require.Equal(t, 2, kinds(objs)["PodDisruptionBudget"])
+	noSpecDir(t, api.Spec.Template.Spec.Containers[0])
+
+	var role rbacv1.Role
+	find(t, objs, "Role", "tfrs-api-locks", &role)
+	require.Equal(t, namespace, role.Namespace)
+	require.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}},
+	}, role.Rules)
+	var rb rbacv1.RoleBinding
+	find(t, objs, "RoleBinding", "tfrs-api-locks", &rb)
+	require.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "tfrs-api-locks"}, rb.RoleRef)
+	require.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: "tfrs-api", Namespace: namespace}}, rb.Subjects)
+
+	// One replica each: no budget (it would block every drain), the anti-affinity still there
+	// for a later `kubectl scale`; the user's own affinity replaces the default.
+	_, objs = render(t, "-f", valuesFile(t, replicasS3), "--set", "operator.replicas=1", "--set", "api.replicas=1",
+		"--set", "api.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
+		"--set", "api.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists")
+	require.Zero(t, kinds(objs)["PodDisruptionBudget"])
+	find(t, objs, "Deployment", "tfrs-operator", &op)
+	find(t, objs, "Deployment", "tfrs-api", &api)
+	require.NotNil(t, op.Spec.Template.Spec.Affinity.PodAntiAffinity)
+	require.Nil(t, api.Spec.Template.Spec.Affinity.PodAntiAffinity, "the user's affinity, not merged with the default")
+	require.Equal(t, "pool", api.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key)
+	require.Contains(t, api.Spec.Template.Spec.Containers[0].Args, "--leader-elect", "always, harmless with one replica")
+}
+
 // TestChartRefusesCarelessValues: each mistake fails the render, naming the value.
 func TestChartRefusesCarelessValues(t *testing.T) {
 	for _, c := range []struct {
@@ -439,6 +528,11 @@ func TestChartRefusesCarelessValues(t *testing.T) {
 		{[]string{"--set", "passphrase.value=x", "--set", "backend.type=s3"}, "backend.s3.url"},
 		{[]string{"--set", "passphrase.value=x", "--set", "backend.type=s3", "--set", "backend.s3.url=s3://b"}, "backend.s3.existingSecret"},
 		{[]string{"--set", "passphrase.value=x", "--set", "operator.replicas=2"}, "operator.replicas: more than one replica on the file backend"},
+		{[]string{"--set", "passphrase.value=x", "--set", "operator.replicas=0"}, "operator.replicas: at least 1, not 0"},
+		{[]string{"-f", valuesFile(t, replicasS3), "--set", "operator.leaderElect=false"}, "operator.replicas: more than one replica needs operator.leaderElect=true"},
+		{[]string{"--set", "passphrase.value=x", "--set", "api.enabled=true", "--set", "api.replicas=2"}, "api.replicas: more than one API replica on the file backend"},
+		{[]string{"-f", valuesFile(t, replicasS3), "--set", "api.replicas=0"}, "api.replicas: at least 1, not 0"},
+		{[]string{"-f", valuesFile(t, replicasS3), "--set", "api.persistence.existingClaim=tfrs-api-specs"}, "api.persistence: removed; the API keeps its specs and operation records in the state backend"},
 		{[]string{"--set", "passphrase.value=x", "--set", "api.enabled=true"}, "api.enabled: the API shares the operator's state"},
 		{[]string{"--set", "passphrase.value=x", "--set", "api.enabled=true", "--set", "persistence.accessModes={ReadWriteMany}"}, "api.tokens.existingSecret"},
 		{[]string{"--set", "passphrase.value=x", "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.service.enabled=false"}, "metrics.serviceMonitor.enabled: needs metrics.service.enabled"},
@@ -449,10 +543,36 @@ func TestChartRefusesCarelessValues(t *testing.T) {
 	}
 	// The file backend on a ReadWriteMany volume takes the API and replicas.
 	_, objs := render(t, "--set", "passphrase.value=x", "--set", "api.enabled=true", "--set", "persistence.accessModes={ReadWriteMany}",
-		"--set", "api.tokens.existingSecret=tokens", "--set", "operator.replicas=2")
-	var api appsv1.Deployment
+		"--set", "api.tokens.existingSecret=tokens", "--set", "operator.replicas=2", "--set", "api.replicas=2")
+	var op, api appsv1.Deployment
+	find(t, objs, "Deployment", "tfrs-operator", &op)
 	find(t, objs, "Deployment", "tfrs-api", &api)
-	require.Contains(t, api.Spec.Template.Spec.Containers[0].Args, "--spec-dir=/var/lib/tfrs-state/api/specs")
+	require.Equal(t, appsv1.RollingUpdateDeploymentStrategyType, op.Spec.Strategy.Type, "RWX state: the leader Lease fences a rolling update")
+	for _, d := range []appsv1.Deployment{op, api} {
+		claims := map[string]string{}
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+			}
+		}
+		require.Equal(t, map[string]string{"state": "tfrs-state"}, claims, "%s: the shared state is its only claim", d.Name)
+	}
+	noSpecDir(t, api.Spec.Template.Spec.Containers[0])
+	require.Equal(t, 2, kinds(objs)["PodDisruptionBudget"])
+	// An older release's values carry the removed api.persistence defaults (helm upgrade
+	// --reuse-values): they render; only a claim the user named is refused.
+	_, objs = render(t, "-f", valuesFile(t, replicasS3+"  persistence:\n    existingClaim: \"\"\n    accessModes: [ReadWriteOnce]\n    size: 1Gi\n"))
+	require.Equal(t, 2, kinds(objs)["Deployment"])
+}
+
+func noSpecDir(t *testing.T, c corev1.Container) {
+	t.Helper()
+	for _, a := range c.Args {
+		require.False(t, strings.HasPrefix(a, "--spec-dir"), "the API keeps its specs in the state backend: %s", a)
+	}
+	for _, e := range c.Env {
+		require.NotEqual(t, "TFRS_SPEC_DIR", e.Name)
+	}
 }
 
 // TestChartCopiesAreFresh: the chart reads copies of config/ (Helm sees only its own dir);
@@ -560,7 +680,8 @@ func TestChartOnControlPlane(t *testing.T) {
 	// 1. Dry-run on the server. The CRDs go first: the server checks objects against them.
 	_, def := render(t, defaults...)
 	_, s3 := render(t, "-f", valuesFile(t, s3API))
-	for name, objs := range map[string][]*unstructured.Unstructured{"defaults": def, "s3+api": s3} {
+	_, replicas := render(t, "-f", valuesFile(t, replicasS3))
+	for name, objs := range map[string][]*unstructured.Unstructured{"defaults": def, "s3+api": s3, "replicas": replicas} {
 		out, err := kubectl(t, cp, withoutKinds(t, objs, "ServiceMonitor", "PrometheusRule"), "apply", "--server-side", "--dry-run=server", "-f", "-")
 		require.NoError(t, err, "%s: %s", name, out)
 		require.Contains(t, out, "deployment.apps/tfrs-operator serverside-applied (server dry run)", name)

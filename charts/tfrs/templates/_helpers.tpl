@@ -56,10 +56,6 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.persistence.existingClaim -}}{{ .Values.persistence.existingClaim }}{{- else -}}{{ include "tfrs.fullname" . }}-state{{- end -}}
 {{- end -}}
 
-{{- define "tfrs.apiClaim" -}}
-{{- if .Values.api.persistence.existingClaim -}}{{ .Values.api.persistence.existingClaim }}{{- else -}}{{ include "tfrs.fullname" . }}-api-specs{{- end -}}
-{{- end -}}
-
 {{/* A careless value fails the render with the value's name, before anything is applied. */}}
 {{- define "tfrs.validate" -}}
 {{- $v := .Values -}}
@@ -75,16 +71,30 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail "passphrase: set passphrase.existingSecret (recommended) or passphrase.value; it protects the secrets in the state and must never change" -}}
 {{- end -}}
 {{- end -}}
-{{- $rwx := has "ReadWriteMany" $v.persistence.accessModes -}}
-{{- if and (eq $v.backend.type "file") (gt (int $v.operator.replicas) 1) (not $rwx) -}}
+{{- /* One volume, many pods: a ReadWriteOnce file state holds exactly one operator pod. */ -}}
+{{- $rwo := and (eq $v.backend.type "file") (not (has "ReadWriteMany" $v.persistence.accessModes)) -}}
+{{- if lt (int $v.operator.replicas) 1 -}}
+{{- fail (printf "operator.replicas: at least 1, not %v" $v.operator.replicas) -}}
+{{- end -}}
+{{- if and $rwo (gt (int $v.operator.replicas) 1) -}}
 {{- fail "operator.replicas: more than one replica on the file backend needs persistence.accessModes [ReadWriteMany], or backend.type=s3" -}}
 {{- end -}}
-{{- if $v.api.enabled -}}
-{{- if and (eq $v.backend.type "file") (not $rwx) -}}
-{{- fail "api.enabled: the API shares the operator's state; on the file backend that needs persistence.accessModes [ReadWriteMany], else use backend.type=s3" -}}
+{{- if and (gt (int $v.operator.replicas) 1) (not $v.operator.leaderElect) -}}
+{{- fail "operator.replicas: more than one replica needs operator.leaderElect=true (only the Lease holder may run stack operations)" -}}
 {{- end -}}
-{{- if and (eq $v.backend.type "s3") (gt (int $v.api.replicas) 1) (not (has "ReadWriteMany" $v.api.persistence.accessModes)) -}}
-{{- fail "api.replicas: more than one API replica needs api.persistence.accessModes [ReadWriteMany] (the specs it keeps)" -}}
+{{- /* Only a claim the user named: `--reuse-values` from an older chart carries its defaults. */ -}}
+{{- if and (hasKey $v.api "persistence") (dig "existingClaim" "" ($v.api.persistence | default dict)) -}}
+{{- fail "api.persistence: removed; the API keeps its specs and operation records in the state backend (tfrs/api/), not on a volume of its own" -}}
+{{- end -}}
+{{- if $v.api.enabled -}}
+{{- if lt (int $v.api.replicas) 1 -}}
+{{- fail (printf "api.replicas: at least 1, not %v" $v.api.replicas) -}}
+{{- end -}}
+{{- if and $rwo (gt (int $v.api.replicas) 1) -}}
+{{- fail "api.replicas: more than one API replica on the file backend needs persistence.accessModes [ReadWriteMany], or backend.type=s3" -}}
+{{- end -}}
+{{- if $rwo -}}
+{{- fail "api.enabled: the API shares the operator's state; on the file backend that needs persistence.accessModes [ReadWriteMany], else use backend.type=s3" -}}
 {{- end -}}
 {{- if and (not $v.api.tokens.existingSecret) (not $v.api.extraArgs) -}}
 {{- fail "api.tokens.existingSecret: the API refuses to serve without bearer tokens (or configure another authentication with api.extraArgs)" -}}
@@ -173,4 +183,46 @@ new leader can prove the pod gone and break its lock (README: Backend locks). */
 {{- $p := deepCopy .probe -}}
 {{- if and .tls $p.httpGet -}}{{- $_ := set $p.httpGet "scheme" "HTTPS" -}}{{- end -}}
 {{- toYaml $p -}}
+{{- end -}}
+
+
+{{/* The pod's affinity: the user's, else a soft anti-affinity that spreads the replicas of one
+component over nodes, so a node loss takes at most one of them (soft: a one-node cluster still
+schedules them all). */}}
+{{- define "tfrs.affinity" -}}
+{{- if .affinity -}}
+{{- toYaml .affinity -}}
+{{- else -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+  - weight: 100
+    podAffinityTerm:
+      topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "tfrs.selector" (dict "root" .root "component" .component) | nindent 10 }}
+{{- end -}}
+{{- end -}}
+
+{{/* A PodDisruptionBudget for a component with more than one replica. maxUnavailable 1, not
+minAvailable 1: a drain evicts one pod at a time whatever the replica count (minAvailable 1
+would let it take all but one API replica at once), and a standby operator is always up when
+the leader is evicted. With one replica there is none: it would block every drain. */}}
+{{- define "tfrs.pdb" -}}
+{{- if gt (int .replicas) 1 }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ .name }}
+  namespace: {{ .root.Release.Namespace }}
+  labels:
+    {{- include "tfrs.labels" .root | nindent 4 }}
+    app.kubernetes.io/component: {{ .component }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      {{- include "tfrs.selector" (dict "root" .root "component" .component) | nindent 6 }}
+{{- end }}
 {{- end -}}
