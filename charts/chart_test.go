@@ -198,6 +198,8 @@ func TestChartLint(t *testing.T) {
 	require.NoError(t, err, out)
 	out, err = helm(t, "lint", "--strict", chart(), "-f", valuesFile(t, s3API))
 	require.NoError(t, err, out)
+	out, err = helm(t, "lint", "--strict", chart(), "-f", valuesFile(t, replicasS3))
+	require.NoError(t, err, out)
 }
 
 // checkPods: non-root, read-only root file system, no privilege escalation, no capabilities,
@@ -508,6 +510,7 @@ func TestChartRendersReplicas(t *testing.T) {
 		"--set", "api.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=pool",
 		"--set", "api.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists")
 	require.Zero(t, kinds(objs)["PodDisruptionBudget"])
+	op, api = appsv1.Deployment{}, appsv1.Deployment{} // find decodes into what it is given
 	find(t, objs, "Deployment", "tfrs-operator", &op)
 	find(t, objs, "Deployment", "tfrs-api", &api)
 	require.NotNil(t, op.Spec.Template.Spec.Affinity.PodAntiAffinity)
