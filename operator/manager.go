@@ -228,14 +228,18 @@ func NewIdentity() string {
 
 // leaseLock is the Lease lock controller-runtime would make, with mo.Identity as holder.
 func leaseLock(cfg *rest.Config, mo ManagerOptions) (resourcelock.Interface, error) {
-	ns := mo.LeaderElectionNamespace
+	return newLeaseLock(cfg, mo.LeaderElectionNamespace, LeaderElectionID, mo.Identity)
+}
+
+// newLeaseLock is a Lease lock ns/name held as id (default NewIdentity()); ns defaults to the
+// pod's namespace.
+func newLeaseLock(cfg *rest.Config, ns, name, id string) (resourcelock.Interface, error) {
 	if ns == "" {
 		ns = podNamespace()
 	}
 	if ns == "" {
 		return nil, errors.New("leader election: the Lease namespace is unknown outside a pod: set --leader-election-namespace")
 	}
-	id := mo.Identity
 	if id == "" {
 		id = NewIdentity()
 	}
@@ -244,7 +248,7 @@ func leaseLock(cfg *rest.Config, mo ManagerOptions) (resourcelock.Interface, err
 	if err != nil {
 		return nil, err
 	}
-	return resourcelock.New(resourcelock.LeasesResourceLock, ns, LeaderElectionID, cs.CoreV1(), cs.CoordinationV1(),
+	return resourcelock.New(resourcelock.LeasesResourceLock, ns, name, cs.CoreV1(), cs.CoordinationV1(),
 		resourcelock.ResourceLockConfig{Identity: id})
 }
 

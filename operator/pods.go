@@ -27,6 +27,7 @@ type leaderPods struct {
 	reader    client.Reader
 	elected   <-chan struct{}
 	namespace string // of the leader election Lease
+	lease     string // its name
 	identity  string // this replica's holder identity in it
 	now       func() time.Time
 }
@@ -43,7 +44,7 @@ func NewLeaderPods(mgr manager.Manager, mo ManagerOptions) engine.PodProbe {
 	if mgr == nil || !mo.LeaderElection || mo.Identity == "" || ns == "" {
 		return &leaderPods{}
 	}
-	return &leaderPods{reader: mgr.GetAPIReader(), elected: mgr.Elected(), namespace: ns, identity: mo.Identity, now: time.Now}
+	return &leaderPods{reader: mgr.GetAPIReader(), elected: mgr.Elected(), namespace: ns, lease: LeaderElectionID, identity: mo.Identity, now: time.Now}
 }
 
 // podNamespace is the namespace this pod runs in (downward API, else the service account's).
@@ -71,7 +72,7 @@ func (p *leaderPods) Leading(ctx context.Context) bool {
 		return false
 	}
 	var l coordinationv1.Lease
-	if err := p.reader.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: LeaderElectionID}, &l); err != nil {
+	if err := p.reader.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: p.lease}, &l); err != nil {
 		return false
 	}
 	return leaseHeldBy(l, p.identity, p.now())

@@ -2,6 +2,9 @@ package operator
 
 import (
 	"context"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
@@ -90,4 +94,49 @@ func TestLeaderPods(t *testing.T) {
 
 	off := NewLeaderPods(nil, ManagerOptions{})
 	assert.False(t, off.Leading(ctx), "without leader election nobody breaks other pods' locks")
+}
+
+// TestAPILockLease: `tfrs serve --leader-elect` replicas, with the API's own RBAC
+// (config/api/rbac.yaml) on the real API server: exactly one holds the tfrs-api-locks Lease
+// and may judge other pods' locks; when it stops, it releases the Lease and another takes it.
+func TestAPILockLease(t *testing.T) {
+	e := integrationEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, f := range []string{"service_account.yaml", "rbac.yaml"} {
+		out, err := exec.CommandContext(ctx, "kubectl", "--kubeconfig", e.cp.KubeconfigPath, "apply", "-f",
+			filepath.Join(testenv.RepoRoot(), "config", "api", f)).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	cfg := rest.CopyConfig(e.cp.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tfrs-system:tfrs-api",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	log := slog.New(slog.DiscardHandler)
+	start := func() (engine.PodProbe, context.CancelFunc) {
+		lctx, stop := context.WithCancel(ctx)
+		p, err := StartAPILockLease(lctx, cfg, "tfrs-system", "", log)
+		require.NoError(t, err)
+		return p, stop
+	}
+	a, stopA := start()
+	b, stopB := start()
+	defer stopB()
+	require.Eventually(t, func() bool { return a.Leading(ctx) || b.Leading(ctx) }, time.Minute, 200*time.Millisecond, "one replica is elected")
+	holder, stopHolder, other := a, stopA, b
+	if b.Leading(ctx) {
+		holder, stopHolder, other = b, stopB, a
+	}
+	time.Sleep(3 * time.Second) // more than a retry period: the other one tried and lost
+	require.True(t, holder.Leading(ctx))
+	require.False(t, other.Leading(ctx), "never two holders")
+
+	// Its reads of pods work with the API's RBAC: a missing Pod is gone.
+	gone, err := holder.PodGone(ctx, engine.PodRef{Namespace: "tfrs-system", Name: "tfrs-api-no-such-pod", UID: "u"})
+	require.NoError(t, err)
+	require.True(t, gone)
+
+	stopHolder()
+	require.Eventually(t, func() bool { return !holder.Leading(ctx) && other.Leading(ctx) }, 30*time.Second, 200*time.Millisecond,
+		"a stopped holder releases the Lease and the other takes over")
+	stopA()
 }

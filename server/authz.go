@@ -163,19 +163,20 @@ func (s *Server) requestAttributes(c echo.Context) ([]Attributes, error) {
 	case "/metrics":
 		return []Attributes{{Verb: VerbGet, Path: "/metrics"}}, nil
 	case "/v1/operations/:id", "/v1/operations/:id/events", "/v1/operations/:id/cancel":
-		op, err := s.ops.get(c.Param("id"))
+		h, err := s.ops.get(c.Request().Context(), c.Param("id"))
 		if err != nil {
 			return nil, err
 		}
-		k := kindByName(op.resource.Kind)
+		op := h.view()
+		k := kindByName(op.Resource.Kind)
 		if k == nil {
-			return nil, fmt.Errorf("operation %s of unknown kind %q", op.id, op.resource.Kind)
+			return nil, fmt.Errorf("operation %s of unknown kind %q", op.ID, op.Resource.Kind)
 		}
 		verb := VerbGet
 		if strings.HasSuffix(route, "/cancel") {
-			verb = string(op.kind) // create, update, delete: who may start it may stop it
+			verb = string(op.Kind) // create, update, delete: who may start it may stop it
 		}
-		return []Attributes{resourceAttrs(k, verb, op.resource.Namespace, op.resource.Name)}, nil
+		return []Attributes{resourceAttrs(k, verb, op.Resource.Namespace, op.Resource.Name)}, nil
 	}
 	for _, k := range resourceKinds {
 		var verb string

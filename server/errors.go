@@ -159,7 +159,8 @@ func (e *ExistsError) Error() string { return e.What + " already exists" }
 // Is makes errors.Is(err, ErrAlreadyExists) true.
 func (e *ExistsError) Is(target error) bool { return target == ErrAlreadyExists }
 
-// BusyError refuses an operation on a stack that an operation of this server holds.
+// BusyError refuses an operation on a stack that an operation holds (of this replica, or of
+// another one sharing the backend).
 type BusyError struct {
 	Stack     string
 	Operation string // id of the holder

@@ -193,6 +193,11 @@ func (b *syncBuffer) String() string {
 
 func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, newStackedFake(), opts...)
+}
+
+// newStackedFake is the fake every harness starts from.
+func newStackedFake() *fake {
 	f := newFake()
 	// The cluster "dev" and the tenant tfrs-system/acme exist and are ready (made by the CLI).
 	f.addStack("cluster.dev", engine.ManagedByCLI, true, nil)
@@ -202,6 +207,12 @@ func newHarness(t *testing.T, opts ...func(*Config)) *harness {
 		"postgresPort":     program.NewOutput(5432.0, false),
 		"postgresPassword": program.NewOutput("s3cr3t-pg-password-value", true),
 	}
+	return f
+}
+
+// newHarnessOn serves f: several harnesses on one fake are replicas of one deployment.
+func newHarnessOn(t *testing.T, f *fake, opts ...func(*Config)) *harness {
+	t.Helper()
 	h := &harness{t: t, f: f, specs: NewMemorySpecStore(), logs: &syncBuffer{}}
 	cfg := Config{
 		Runner: f, Engine: f, Specs: h.specs,

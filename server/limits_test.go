@@ -249,7 +249,7 @@ func TestRateLimitPerToken(t *testing.T) {
 // that asks for dropped ones gets a gap), and the finished operations kept are bounded in
 // bytes as a whole.
 func TestOperationStoreBounded(t *testing.T) {
-	reg := newRegistry(retention{count: 1000, ttl: time.Hour, bytes: 10 << 10, events: 50, eventBytes: 4 << 10},
+	reg := newRegistry(retention{count: 1000, ttl: time.Hour, bytes: 10 << 10, events: 50, eventBytes: 4 << 10}, nil,
 		slog.New(slog.DiscardHandler), newMetrics(nil))
 	op, err := reg.reserve(OpCreate, ResourceRef{Name: "a"}, []string{"s"}, "p", "r")
 	require.NoError(t, err)

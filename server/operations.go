@@ -128,6 +128,11 @@ type Operation struct {
 	firstSeq        int64 // seq of events[0]
 	nextSeq         int64
 	changed         chan struct{} // closed and replaced on every new event and on the end
+
+	// With an OperationStore: the last seq written to the backend and the first one kept
+	// there, and the persister's stop and done signals (see registry.persist).
+	persisted, persistedFirst int64
+	persistStop, persistDone  chan struct{}
 }
 
 func operationPath(id string) string { return "/v1/operations/" + id }
@@ -220,6 +225,7 @@ type registry struct {
 	endedBytes int64 // event bytes of the ended operations kept
 	log        *slog.Logger
 	m          *metrics
+	store      *OperationStore // nil: operations live in this process only
 }
 
 // retention bounds the operation store: the finished operations kept (count, age, event
@@ -232,13 +238,13 @@ type retention struct {
 	eventBytes int64
 }
 
-func newRegistry(ret retention, log *slog.Logger, m *metrics) *registry {
+func newRegistry(ret retention, store *OperationStore, log *slog.Logger, m *metrics) *registry {
 	// Operations outlive the requests that start them, so their context is rooted here, at
 	// the server, and ended only by cancel or shutdown.
 	base, stop := context.WithCancel(context.Background())
 	return &registry{
 		ops: map[string]*Operation{}, holders: map[string]*Operation{}, latest: map[string]*Operation{},
-		base: base, stop: stop, ret: ret, log: log, m: m,
+		base: base, stop: stop, ret: ret, log: log, m: m, store: store,
 	}
 }
 
@@ -316,6 +322,7 @@ func (r *registry) start(op *Operation, fn work) {
 	}
 	op.mu.Unlock()
 	op.publish("state", map[string]OperationState{"state": StateRunning})
+	r.persistStart(op)
 	r.m.operationStarted(op.kind)
 	r.log.Info("operation started", "operation", op.id, "kind", op.kind, "resource", op.resource.Href,
 		"principal", op.principal, "requestId", op.requestID)
@@ -370,6 +377,7 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 	dur := now.Sub(op.started)
 	op.mu.Unlock()
 	op.publish("state", map[string]OperationState{"state": state})
+	r.persistEnd(op)
 
 	r.mu.Lock()
 	r.unholdLocked(op)
@@ -397,6 +405,7 @@ func (r *registry) pruneLocked(now time.Time) {
 		r.ended[0] = nil
 		r.ended = r.ended[1:]
 		delete(r.ops, op.id)
+		r.forgetStored(op.id)
 		for _, st := range op.stacks {
 			if r.latest[st] == op {
 				delete(r.latest, st)
@@ -405,27 +414,78 @@ func (r *registry) pruneLocked(now time.Time) {
 	}
 }
 
-func (r *registry) get(id string) (*Operation, error) {
+// opHandle is an operation as a request sees it: one this replica runs (*Operation), or one
+// another replica runs, followed through the backend (*remoteOp).
+type opHandle interface {
+	view() OperationView
+	// since returns the events after seq `after`, how many before them are gone, whether the
+	// operation has ended, and a channel that fires when it is worth asking again.
+	since(after int64) (evs []sseEvent, missed int64, done bool, changed <-chan struct{})
+	requestCancel() error
+}
+
+// get finds an operation: in this process, else (with a store) in the backend.
+func (r *registry) get(ctx context.Context, id string) (opHandle, error) {
 	if !reOperationID.MatchString(id) {
 		return nil, &NotFoundError{What: "operation"}
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	op, ok := r.ops[id]
-	if !ok {
-		return nil, &NotFoundError{What: "operation " + id}
+	r.mu.Unlock()
+	if ok {
+		return op, nil
 	}
-	return op, nil
+	if r.store != nil {
+		rec, err := r.store.get(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("operation store: %w", err)
+		}
+		if rec != nil {
+			return &remoteOp{s: r.store, id: id, rec: *rec}, nil
+		}
+	}
+	return nil, &NotFoundError{What: "operation " + id}
 }
 
-// latestFor returns the most recent operation on a stack still remembered, or nil.
-func (r *registry) latestFor(stack string) *Operation {
+// latestFor returns the most recent operation on a stack still remembered, or nil: the one
+// holding it here, else the backend's latest (any replica's), else this replica's latest.
+func (r *registry) latestFor(ctx context.Context, stack string) opHandle {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if op := r.holders[stack]; op != nil {
-		return op
+	held, latest := r.holders[stack], r.latest[stack]
+	r.mu.Unlock()
+	if held != nil {
+		return held
 	}
-	return r.latest[stack]
+	if r.store != nil {
+		if rec, err := r.store.latest(ctx, stack); err == nil && rec != nil {
+			if op, err := r.get(ctx, rec.View.ID); err == nil {
+				return op
+			}
+		}
+	}
+	if latest != nil {
+		return latest
+	}
+	return nil
+}
+
+// busyElsewhere: another replica runs an operation on one of the stacks (its record says so
+// and is alive). Checked before reserve, so the 409 names that operation at request time; the
+// engine's backend lock still decides when two replicas ask at the same moment.
+func (r *registry) busyElsewhere(ctx context.Context, stacks []string) error {
+	if r.store == nil {
+		return nil
+	}
+	for _, st := range stacks {
+		rec, err := r.store.latest(ctx, st)
+		if err != nil {
+			return fmt.Errorf("operation store: %w", err)
+		}
+		if rec != nil && !r.store.mine(rec) && !r.store.viewOf(rec).State.terminal() {
+			return &BusyError{Stack: st, Operation: rec.View.ID}
+		}
+	}
+	return nil
 }
 
 // cancel asks a running operation to stop. The engine then interrupts the Pulumi CLI
@@ -441,6 +501,13 @@ func (o *Operation) requestCancel() error {
 		o.cancel()
 	}
 	return nil
+}
+
+// cancelWanted: a cancel was asked for already.
+func (o *Operation) cancelWanted() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.cancelRequested
 }
 
 // close refuses new operations; running ones go on.
@@ -514,7 +581,7 @@ func accepted(c echo.Context, op *Operation) error {
 
 // getOperation: GET /v1/operations/{id}.
 func (s *Server) getOperation(c echo.Context) error {
-	op, err := s.ops.get(c.Param("id"))
+	op, err := s.ops.get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -524,14 +591,14 @@ func (s *Server) getOperation(c echo.Context) error {
 // cancelOperation: POST /v1/operations/{id}/cancel. Cancel is asynchronous: 202 with the
 // operation, whose state turns canceled once the engine has stopped.
 func (s *Server) cancelOperation(c echo.Context) error {
-	op, err := s.ops.get(c.Param("id"))
+	op, err := s.ops.get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
 	if err := op.requestCancel(); err != nil {
 		return err
 	}
-	s.log.Info("operation cancel requested", "operation", op.id, "principal", principalOf(c), "requestId", requestIDOf(c))
+	s.log.Info("operation cancel requested", "operation", c.Param("id"), "principal", principalOf(c), "requestId", requestIDOf(c))
 	return c.JSON(http.StatusAccepted, op.view())
 }
 
@@ -544,7 +611,7 @@ const streamRetryAfter = 5 * time.Second
 // ones, and ends with a `done` event holding the final operation. Leaving (a client
 // disconnect, the server closing the stream at shutdown) never touches the operation.
 func (s *Server) operationEvents(c echo.Context) error {
-	op, err := s.ops.get(c.Param("id"))
+	op, err := s.ops.get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}

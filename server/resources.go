@@ -383,7 +383,7 @@ func (h resources) get(c echo.Context) error {
 	if !h.belongs(r, rec, st) {
 		return &NotFoundError{What: r.String()}
 	}
-	v, err := h.s.view(r, stack, rec, st)
+	v, err := h.s.view(ctx, r, stack, rec, st)
 	if err != nil {
 		return err
 	}
@@ -504,7 +504,7 @@ func (h resources) views(ctx context.Context, r ref, names []string, recs map[st
 			if !h.belongs(item, recs[name], st) {
 				return
 			}
-			out[i], errs[i] = h.s.view(item, stack, recs[name], st)
+			out[i], errs[i] = h.s.view(ctx, item, stack, recs[name], st)
 		}()
 	}
 	wg.Wait()
@@ -646,6 +646,9 @@ func (s *Server) reserve(kind OperationKind, r ref, t kinds.Target, c echo.Conte
 		// release: hold it too, so two of them never race on it.
 		stacks = append(stacks, t.Shared)
 	}
+	if err := s.ops.busyElsewhere(c.Request().Context(), stacks); err != nil {
+		return nil, err
+	}
 	res := ResourceRef{Kind: r.k.kind, Namespace: r.namespace, Name: r.name, Href: r.href()}
 	return s.ops.reserve(kind, res, stacks, principalOf(c), requestIDOf(c))
 }
@@ -700,7 +703,7 @@ func (s *Server) checkParent(ctx context.Context, t kinds.Target) error {
 }
 
 // view builds a resource's JSON (without outputs).
-func (s *Server) view(r ref, stack string, rec *Record, st *engine.StackStatus) (*ResourceView, error) {
+func (s *Server) view(ctx context.Context, r ref, stack string, rec *Record, st *engine.StackStatus) (*ResourceView, error) {
 	v := &ResourceView{
 		APIVersion: v1alpha1.GroupVersion.String(), Kind: string(r.k.kind),
 		Metadata: ResourceMeta{Name: r.name, Namespace: r.namespace},
@@ -731,7 +734,7 @@ func (s *Server) view(r ref, stack string, rec *Record, st *engine.StackStatus) 
 			v.Status.SharedStack = sh
 		}
 	}
-	if op := s.ops.latestFor(stack); op != nil {
+	if op := s.ops.latestFor(ctx, stack); op != nil {
 		ov := op.view()
 		v.Status.Operation = &OperationSummary{ID: ov.ID, Kind: ov.Kind, State: ov.State, Href: ov.Links.Self}
 	}

@@ -66,9 +66,12 @@ type Config struct {
 	// the API server. Neither: every route but the probes answers 401.
 	Kubernetes *KubernetesAuth
 	// Specs keeps the specs sent to the API. Default: in memory (lost on restart); `tfrs
-	// serve` uses a FileSpecStore under the state dir.
-	Specs  SpecStore
-	Logger *slog.Logger
+	// serve` keeps them in the state backend (BackendSpecStore), shared by its replicas.
+	Specs SpecStore
+	// Operations, when set, records every operation in the state backend, so any replica
+	// sharing it can read, stream and cancel it (NewOperationStore). Nil: in memory only.
+	Operations *OperationStore
+	Logger     *slog.Logger
 
 	// MaxBodyBytes limits request bodies (413 above). Default 1 MiB: a TFRServer's Confz
 	// TOML may be 256 KiB.
@@ -210,7 +213,7 @@ func New(cfg Config) *Server {
 		s.authz.(modeAuthorizer)[AuthKubernetes] = cfg.Kubernetes
 	}
 	s.ops = newRegistry(retention{count: cfg.OperationRetention, ttl: cfg.OperationTTL, bytes: cfg.OperationRetentionBytes,
-		events: cfg.MaxEventsPerOperation, eventBytes: cfg.MaxEventBytesPerOperation}, s.log, s.m)
+		events: cfg.MaxEventsPerOperation, eventBytes: cfg.MaxEventBytesPerOperation}, cfg.Operations, s.log, s.m)
 	s.limits = newLimiters(cfg.RateLimit, cfg.RateBurst, cfg.MaxStreamsPerToken)
 	s.e = s.newEcho()
 	s.routes = map[string]bool{}
@@ -288,6 +291,9 @@ func (s *Server) Handler() http.Handler { return s.e }
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.http.Serve(l) }()
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	defer stopSweep()
+	go s.ops.sweepStored(sweepCtx, time.Hour)
 	s.log.Info("serving", "addr", l.Addr().String())
 	select {
 	case err := <-errc:

@@ -50,123 +50,46 @@ type SpecStore interface {
 	List(ctx context.Context, prefix string) ([]Record, error)
 }
 
-// FileSpecStore keeps one JSON file per stack in a directory (by default under the engine's
-// state dir). Writes are atomic (temp file + rename) and files are private to the user, like
-// the rest of the state dir. With a shared s3:// backend every API replica keeps its own
-// records: run one replica, or point them at one shared directory.
-type FileSpecStore struct {
-	dir string
-	mu  sync.Mutex
-}
-
-// NewFileSpecStore creates dir when missing.
-func NewFileSpecStore(dir string) (*FileSpecStore, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("spec store: %w", err)
-	}
-	return &FileSpecStore{dir: dir}, nil
-}
-
-// path maps a stack name to its file. Stack names never hold a path separator (the engine's
-// naming rules), which ValidateStackName checks again so no name can leave the directory.
-func (s *FileSpecStore) path(stack string) (string, error) {
-	if err := stackname.Validate(stack); err != nil {
-		return "", err
-	}
-	return filepath.Join(s.dir, stack+".json"), nil
-}
-
-// Get reads a record.
-func (s *FileSpecStore) Get(_ context.Context, stack string) (*Record, error) {
-	p, err := s.path(stack)
-	if err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(p)
+// ImportLegacySpecs moves the records of an older `tfrs serve` (one JSON file per stack in
+// a local directory, <state-dir>/api/specs) into to, once: a record already in to is newer and
+// kept, and the directory is renamed to <dir>.imported afterwards so it is never read again. A
+// missing directory imports nothing.
+func ImportLegacySpecs(ctx context.Context, dir string, to SpecStore) (int, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &NotFoundError{What: "record of stack " + stack}
+		return 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("spec store: %w", err)
+		return 0, fmt.Errorf("legacy specs: %w", err)
 	}
-	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return nil, fmt.Errorf("spec store: %s: %w", p, err)
-	}
-	return &rec, nil
-}
-
-// Put writes a record atomically.
-func (s *FileSpecStore) Put(_ context.Context, rec *Record) error {
-	p, err := s.path(rec.Stack)
-	if err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tmp, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("spec store: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("spec store: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("spec store: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("spec store: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("spec store: %w", err)
-	}
-	return nil
-}
-
-// Delete removes a record.
-func (s *FileSpecStore) Delete(_ context.Context, stack string) error {
-	p, err := s.path(stack)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("spec store: %w", err)
-	}
-	return nil
-}
-
-// List reads the records under a stack-name prefix.
-func (s *FileSpecStore) List(ctx context.Context, prefix string) ([]Record, error) {
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
-		return nil, fmt.Errorf("spec store: %w", err)
-	}
-	var out []Record
+	n := 0
 	for _, e := range entries {
 		stack, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || !strings.HasPrefix(stack, prefix) || strings.HasPrefix(stack, ".") {
+		if !ok || e.IsDir() || stackname.Validate(stack) != nil {
 			continue
 		}
-		rec, err := s.Get(ctx, stack)
-		if errors.Is(err, ErrNotFound) {
-			continue // deleted meanwhile
-		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return nil, err
+			return n, fmt.Errorf("legacy specs: %w", err)
 		}
-		out = append(out, *rec)
+		var rec Record
+		if err := json.Unmarshal(b, &rec); err != nil || rec.Stack != stack {
+			return n, fmt.Errorf("legacy specs: %s: not a record of stack %s", e.Name(), stack)
+		}
+		if _, err := to.Get(ctx, stack); err == nil {
+			continue
+		} else if !errors.Is(err, ErrNotFound) {
+			return n, err
+		}
+		if err := to.Put(ctx, &rec); err != nil {
+			return n, err
+		}
+		n++
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Stack < out[j].Stack })
-	return out, nil
+	if err := os.Rename(dir, dir+".imported"); err != nil {
+		return n, fmt.Errorf("legacy specs: %w", err)
+	}
+	return n, nil
 }
 
 // MemorySpecStore keeps records in memory: for tests, and for a server whose records may be

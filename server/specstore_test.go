@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,13 +10,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gocloud.dev/blob/fileblob"
 )
 
 // TestSpecStores runs the same contract over both stores.
 func TestSpecStores(t *testing.T) {
-	file, err := NewFileSpecStore(filepath.Join(t.TempDir(), "specs"))
-	require.NoError(t, err)
-	for name, s := range map[string]SpecStore{"file": file, "memory": NewMemorySpecStore()} {
+	for name, s := range map[string]SpecStore{"backend": NewBackendSpecStore(sharedBucket(t)), "memory": NewMemorySpecStore()} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			_, err := s.Get(ctx, "tenant.ns.a")
@@ -44,23 +44,58 @@ func TestSpecStores(t *testing.T) {
 	}
 }
 
-// TestFileSpecStoreStaysInItsDirectory: no stack name reaches outside the directory, and the
-// files are private.
-func TestFileSpecStoreStaysInItsDirectory(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "specs")
-	s, err := NewFileSpecStore(dir)
+// TestBackendSpecStoreStaysInItsPrefix: no stack name reaches outside tfrs/api/specs/, and
+// nothing else of the backend (Pulumi's .pulumi/, other tfrs/ objects) is listed as a record.
+func TestBackendSpecStoreStaysInItsPrefix(t *testing.T) {
+	dir := t.TempDir()
+	b, err := fileblob.OpenBucket(dir, &fileblob.Options{NoTempDir: true, Metadata: fileblob.MetadataDontWrite})
 	require.NoError(t, err)
+	defer b.Close()
+	s := NewBackendSpecStore(b)
 	ctx := context.Background()
-	for _, bad := range []string{"../escape", "a/b", "", "tenant..x/../../y"} {
+	for _, bad := range []string{"../escape", "a/b", "", "tenant..x/../../y", `tenant\x`} {
 		require.Error(t, s.Put(ctx, &Record{Stack: bad}), bad)
 		_, err := s.Get(ctx, bad)
 		require.Error(t, err, bad)
 	}
+	_, err = s.List(ctx, "../")
+	require.Error(t, err)
+	require.NoError(t, b.WriteAll(ctx, ".pulumi/stacks/tfrs/cluster.x.json", []byte(`{}`), nil))
+	require.NoError(t, b.WriteAll(ctx, specPrefix+"cluster.half.json.1a2b.tmp", []byte(`{`), nil))
 	require.NoError(t, s.Put(ctx, &Record{Stack: "cluster.dev", Document: []byte(`{}`)}))
-	fi, err := os.Stat(filepath.Join(dir, "cluster.dev.json"))
+	_, err = os.Stat(filepath.Join(dir, "tfrs", "api", "specs", "cluster.dev.json"))
 	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	entries, err := os.ReadDir(filepath.Dir(dir))
+	recs, err := s.List(ctx, "cluster.")
 	require.NoError(t, err)
-	require.Len(t, entries, 1, "nothing written beside the directory")
+	require.Len(t, recs, 1)
+	require.Equal(t, "cluster.dev", recs[0].Stack)
+}
+
+// TestImportLegacySpecs: the records of an older tfrs serve move into the backend once; a
+// record already there is newer and stays.
+func TestImportLegacySpecs(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "api", "specs")
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	for _, st := range []string{"tenant.ns.a", "tenant.ns.b"} {
+		b, err := json.Marshal(Record{Stack: st, Name: st[len(st)-1:], Document: []byte(`{"old":true}`), Generation: 1})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, st+".json"), b, 0o600))
+	}
+	to := NewBackendSpecStore(sharedBucket(t))
+	require.NoError(t, to.Put(ctx, &Record{Stack: "tenant.ns.b", Name: "b", Document: []byte(`{"new":true}`), Generation: 3}))
+	n, err := ImportLegacySpecs(ctx, dir, to)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	a, err := to.Get(ctx, "tenant.ns.a")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"old":true}`, string(a.Document))
+	b, err := to.Get(ctx, "tenant.ns.b")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), b.Generation)
+	_, err = os.Stat(dir)
+	require.True(t, errors.Is(err, os.ErrNotExist), "the old directory is renamed, so it is never imported again")
+	n, err = ImportLegacySpecs(ctx, dir, to)
+	require.NoError(t, err)
+	require.Zero(t, n)
 }

@@ -75,12 +75,12 @@ func (f *stackFlags) runOptions() (runner.Options, error) {
 }
 
 // runner opens the engine and a Runner over it; close the engine when done.
-func (f *stackFlags) runner(ctx context.Context) (*engine.Engine, *runner.Runner, error) {
+func (f *stackFlags) runner(ctx context.Context, extra ...func(*engine.Options)) (*engine.Engine, *runner.Runner, error) {
 	opts, err := f.runOptions()
 	if err != nil {
 		return nil, nil, err
 	}
-	eng, err := f.engine(ctx)
+	eng, err := f.engine(ctx, extra...)
 	if err != nil {
 		return nil, nil, err
 	}

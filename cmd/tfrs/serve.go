@@ -14,21 +14,24 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tfrs-io/tfrs-operator/operator"
 	"github.com/tfrs-io/tfrs-operator/server"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // serveFlags are `tfrs serve`'s own flags, next to the shared stackFlags.
 type serveFlags struct {
-	listen, tokenFile, specDir, tlsCert, tlsKey string
-	auth                                        []string
-	authAudiences                               []string
-	authCacheTTL                                time.Duration
-	shutdownGrace                               time.Duration
-	maxBodyBytes                                int64
-	sources                                     sourceFlags
-	limits                                      server.Config
-	log                                         logFlags
+	listen, tokenFile, tlsCert, tlsKey string
+	leaderElect                        bool
+	leaderElectionNamespace            string
+	auth                               []string
+	authAudiences                      []string
+	authCacheTTL                       time.Duration
+	shutdownGrace                      time.Duration
+	maxBodyBytes                       int64
+	sources                            sourceFlags
+	limits                             server.Config
+	log                                logFlags
 }
 
 func (f *serveFlags) bind(fs *pflag.FlagSet) {
@@ -37,7 +40,8 @@ func (f *serveFlags) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.authAudiences, "auth-audience", splitEnv("TFRS_API_AUTH_AUDIENCES", ""), "with --auth kubernetes: accept only tokens issued for these audiences (kubectl create token SA --audience AUD; default: the API server's own)")
 	fs.DurationVar(&f.authCacheTTL, "auth-cache-ttl", server.DefaultAuthCacheTTL, "with --auth kubernetes: how long TokenReview and SubjectAccessReview answers are cached (a revoked token or binding works at most this long; negative: no cache)")
 	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("TFRS_API_TOKEN_FILE"), "file of static bearer tokens, one 'TOKEN ROLE [NAME] [namespaces=NS,…] [kinds=KIND,…] [verbs=VERB,…]' per line, ROLE admin or read-only (env TFRS_API_TOKEN_FILE; env TFRS_API_TOKENS may hold entries too, separated by ';')")
-	fs.StringVar(&f.specDir, "spec-dir", os.Getenv("TFRS_SPEC_DIR"), "directory where the API keeps the specs it was sent (env TFRS_SPEC_DIR; default <state-dir>/api/specs)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", false, "replicas elect the holder of the Lease "+operator.APILockLeaseID+": the only one that may break a backend lock left by an API pod that is gone (needs the API server of --kubeconfig or in-cluster; all replicas serve either way)")
+	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the --leader-elect Lease (default: the pod's)")
 	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TFRS_TLS_CERT"), "serve HTTPS with this certificate (PEM; env TFRS_TLS_CERT)")
 	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TFRS_TLS_KEY"), "private key of --tls-cert (PEM; env TFRS_TLS_KEY)")
 	f.log.bind(fs)
@@ -108,17 +112,32 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 		return fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
 	}
 
-	eng, run, err := sf.runner(ctx)
+	var pods engine.PodProbe
+	if f.leaderElect {
+		rc, err := (&operatorFlags{stack: *sf}).restConfig()
+		if err != nil {
+			return fmt.Errorf("--leader-elect: %w", err)
+		}
+		// The Lease is released when serving has ended (deferred before eng.Close runs).
+		lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		if pods, err = operator.StartAPILockLease(lctx, rc, f.leaderElectionNamespace, "", log); err != nil {
+			return fmt.Errorf("--leader-elect: %w", err)
+		}
+	}
+	eng, run, err := sf.runner(ctx, func(o *engine.Options) { o.Pods = pods })
 	if err != nil {
 		return err
 	}
 	defer eng.Close()
-	specDir, err := f.specDirectory(sf.stateDir)
+	// Specs and operation records live in the state backend beside the stacks, so replicas
+	// that share it (one s3:// bucket) give the same answers.
+	bkt, err := eng.Bucket(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("state backend: %w", err)
 	}
-	specs, err := server.NewFileSpecStore(specDir)
-	if err != nil {
+	specs := server.NewBackendSpecStore(bkt)
+	if err := importLegacySpecs(ctx, sf.stateDir, specs, log); err != nil {
 		return err
 	}
 	pol, err := f.sources.policy()
@@ -130,6 +149,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 	}
 	cfg := f.limits
 	cfg.Runner, cfg.Engine, cfg.Tokens, cfg.Specs, cfg.Logger = run, eng, tokens, specs, log
+	cfg.Operations = server.NewOperationStore(bkt, server.ReplicaName())
 	cfg.MaxBodyBytes, cfg.ShutdownGrace, cfg.Sources = f.maxBodyBytes, f.shutdownGrace, pol
 	if modes[server.AuthKubernetes] {
 		// The API server the programs apply to is the one whose users and RBAC count.
@@ -159,7 +179,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 	} else if !isLoopback(l.Addr()) {
 		log.Warn("serving plain HTTP on a non-loopback address: bearer tokens travel in clear text; use --tls-cert/--tls-key or a TLS-terminating proxy")
 	}
-	log.Info("tfrs serve", "addr", l.Addr().String(), "backend", eng.BackendURL(), "auth", strings.Join(f.auth, ","), "tokens", len(tokens), "specDir", specDir)
+	log.Info("tfrs serve", "addr", l.Addr().String(), "backend", eng.BackendURL(), "auth", strings.Join(f.auth, ","), "tokens", len(tokens), "replica", server.ReplicaName())
 	return srv.Serve(ctx, l)
 }
 
@@ -217,18 +237,25 @@ func splitEnv(key, def string) []string {
 	return strings.Split(v, ",")
 }
 
-func (f *serveFlags) specDirectory(stateDir string) (string, error) {
-	if f.specDir != "" {
-		return f.specDir, nil
-	}
+// importLegacySpecs moves the specs an older `tfrs serve` kept in <state-dir>/api/specs into
+// the backend, once.
+func importLegacySpecs(ctx context.Context, stateDir string, to server.SpecStore, log *slog.Logger) error {
 	if stateDir == "" {
 		d, err := engine.DefaultStateDir()
 		if err != nil {
-			return "", err
+			return err
 		}
 		stateDir = d
 	}
-	return filepath.Join(stateDir, "api", "specs"), nil
+	dir := filepath.Join(stateDir, "api", "specs")
+	n, err := server.ImportLegacySpecs(ctx, dir, to)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("imported the specs of an older tfrs serve into the state backend", "records", n, "from", dir)
+	}
+	return nil
 }
 
 func isLoopback(a net.Addr) bool {

@@ -192,7 +192,8 @@ func (e *Env) startOperator(ctx context.Context, o Options, run runner.Options, 
 }
 
 func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
-	specs, err := server.NewFileSpecStore(filepath.Join(o.Dir, "specs"))
+	// Specs and operation records in the state backend, as `tfrs serve` keeps them.
+	bkt, err := e.Engine.Bucket(ctx)
 	if err != nil {
 		return err
 	}
@@ -203,7 +204,8 @@ func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
 		return err
 	}
 	srv := server.New(server.Config{
-		Runner: e.Runner, Engine: e.Engine, Specs: specs, Logger: log,
+		Runner: e.Runner, Engine: e.Engine, Logger: log,
+		Specs: server.NewBackendSpecStore(bkt), Operations: server.NewOperationStore(bkt, "tfrs-dev"),
 		Tokens:        []server.Token{{Value: e.Token, Role: server.RoleAdmin, Name: "dev"}},
 		Kubernetes:    kube,
 		ShutdownGrace: 30 * time.Second,

@@ -120,3 +120,8 @@ func openS3Bucket(ctx context.Context, u *url.URL, env map[string]string) (*blob
 	}
 	return b, nil
 }
+
+// Bucket is the state backend as a blob bucket, for callers that keep their own objects beside
+// the stacks (the HTTP API's specs and operations under tfrs/api/), opened exactly as the
+// engine and the CLI open it. The engine owns it: Close closes it.
+func (e *Engine) Bucket(ctx context.Context) (*blob.Bucket, error) { return e.bucket(ctx) }

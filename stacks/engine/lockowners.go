@@ -79,9 +79,10 @@ var selfIdentity = sync.OnceValue(func() identity {
 	return id
 })
 
-// PodProbe proves a lock owner in another Pod gone. The operator provides it: it may break such
-// a lock only while it holds the leader Lease, so two replicas never both decide. Without a
-// probe, a lock from another machine is reported, never broken.
+// PodProbe proves a lock owner in another Pod gone. The operator provides it for its leader
+// Lease, `tfrs serve --leader-elect` for the tfrs-api-locks Lease: such a lock is broken only
+// while the Lease is held, so two replicas never both decide. Without a probe, a lock from
+// another machine is reported, never broken.
 type PodProbe interface {
 	// Leading reports whether this process holds the leader Lease now.
 	Leading(ctx context.Context) bool

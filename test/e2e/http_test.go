@@ -37,13 +37,14 @@ func TestHTTPTenantLifecycle(t *testing.T) {
 
 	const token = "e2e-admin-token-0123456789"
 	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
-	specs, err := server.NewFileSpecStore(filepath.Join(e.stateDir, "api", "specs"))
+	bkt, err := e.eng.Bucket(ctx)
 	require.NoError(t, err)
+	specs := server.NewBackendSpecStore(bkt)
 	// The tenant's charts are the stand-ins: the API allows local paths under them only.
 	sources := server.DefaultSourcePolicy()
 	sources.LocalRoots = []string{filepath.Dir(testenv.StandIns("tenant"))}
 	srv := server.New(server.Config{
-		Runner: run, Engine: e.eng, Specs: specs, Sources: sources,
+		Runner: run, Engine: e.eng, Specs: specs, Sources: sources, Operations: server.NewOperationStore(bkt, "e2e"),
 		Tokens: []server.Token{{Name: "e2e", Role: server.RoleAdmin, Value: token}},
 		Logger: slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
