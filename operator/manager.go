@@ -108,6 +108,18 @@ type Operator struct {
 // Running is the number of stack operations running now.
 func (op *Operator) Running() int { return op.jobs.running() }
 
+// WindDown cancels the running stack operations and waits until they have ended: the engine
+// stops each Pulumi CLI through its cancel path (SIGINT, then its cancel grace), so the CLI
+// saves what it did and releases the backend lock. A clean stop does this inside the manager
+// (jobs.Start), but when the Lease is lost controller-runtime skips the wait and Start returns
+// at once, while a new leader may already be starting. The process must therefore call
+// WindDown after Start returns and before it exits: leadership is then a fence, not only the
+// backend lock. It is idempotent.
+func (op *Operator) WindDown() {
+	op.jobs.stop()
+	op.jobs.wg.Wait()
+}
+
 // Setup adds the operator to mgr: the field indexes, the operation table, the parent digest
 // cache and one controller per kind, all of them the same core.
 func Setup(ctx context.Context, mgr manager.Manager, o Options) (*Operator, error) {

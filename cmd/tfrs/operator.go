@@ -100,15 +100,32 @@ func runOperator(ctx context.Context, cmd *cobra.Command, f *operatorFlags) erro
 		return err
 	}
 	defer eng.Close()
-	if _, err := operator.Setup(ctx, mgr, operator.Options{
+	op, err := operator.Setup(ctx, mgr, operator.Options{
 		Sources: pol,
 		Engine:  eng, Run: run,
 		MaxConcurrentReconciles: f.maxConcurrentReconciles, ResyncPeriod: f.resync,
-	}); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	slog.New(h).Info("tfrs operator starting", "backend", eng.BackendURL(), "leaderElection", f.leaderElect, "parallel", f.stack.parallel)
-	return mgr.Start(ctx)
+	log := slog.New(h)
+	log.Info("tfrs operator starting", "backend", eng.BackendURL(), "leaderElection", f.leaderElect, "parallel", f.stack.parallel)
+	err = mgr.Start(ctx)
+	// After a lost Lease Start returns without waiting for the stack operations: stop them
+	// through Pulumi's cancel path before exiting (eng.Close, deferred, then waits for the CLI
+	// processes themselves).
+	if n := op.Running(); n > 0 {
+		log.Warn("operator stopped: canceling its running stack operations before exiting", "operations", n, "reason", errString(err))
+	}
+	op.WindDown()
+	return err
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "shutdown"
+	}
+	return err.Error()
 }
 
 // restConfig is how the manager reaches the API server: --kubeconfig (and --context) when
