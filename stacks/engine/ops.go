@@ -277,7 +277,7 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 			return &OpError{Op: op, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
 		}
 	}
-	e.repairBackend()
+	e.repairBackend(stack)
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():
