@@ -38,8 +38,8 @@ func normalizeFileURL(u string) string {
 }
 
 // repairFileSidecars removes "*.attrs" sidecars that are not valid JSON among the blobs an
-// operation on stack can read: the backend's meta.yaml, the stack's checkpoint, and its
-// history, backups and locks (the DIY backend's project layout, see history.go and lockKey).
+// operation on stack can read: the backend's meta.yaml, the stack's checkpoint and tags file,
+// and its history, backups and locks (the DIY backend's project layout, see history.go and lockKey).
 // They only carry a content type and checksum, which fileblob treats as optional, so removing a
 // broken one loses nothing; it returns the paths removed. It never walks the backend: the cost
 // is that of one stack (its history is bounded by the history limit), however many stacks the
@@ -81,9 +81,8 @@ func repairFileSidecars(backendURL, stack string) []string {
 		checkDir(stacksDir)
 		return removed
 	}
-	base := filepath.Join(stacksDir, stack+".json")
-	for _, ext := range []string{"", ".gz", ".zst", ".bak"} {
-		check(base + ext + ".attrs")
+	for _, ext := range []string{".json", ".json.gz", ".json.zst", ".json.bak", ".pulumi-tags"} {
+		check(filepath.Join(stacksDir, stack+ext+".attrs"))
 	}
 	checkDir(filepath.Join(root, "history", ProjectName, stack))
 	checkDir(filepath.Join(root, "backups", ProjectName, stack))

@@ -32,6 +32,7 @@ func TestRepairFileSidecars(t *testing.T) {
 		write("meta.yaml.attrs", ""),
 		write("stacks/tfrs/a.json.attrs", ""),
 		write("stacks/tfrs/a.json.gz.attrs", "{"),
+		write("stacks/tfrs/a.pulumi-tags.attrs", ""),
 		write("history/tfrs/a/a-1764600000000000001.history.json.attrs", ""),
 		write("backups/tfrs/a/a.1764600000000000001.json.attrs", ""),
 		write("locks/organization/tfrs/a/0b1c.json.attrs", ""),

@@ -185,8 +185,10 @@ func seedCopies(dir, stack string, count, history int) (int, error) {
 		entries[kind] = append(first, t)
 		return nil
 	}
+	// The checkpoint and the tags file (<stack>.pulumi-tags).
 	matches, _ := filepath.Glob(filepath.Join(root, "stacks", engine.ProjectName, stack+".json*"))
-	for _, m := range matches {
+	tags, _ := filepath.Glob(filepath.Join(root, "stacks", engine.ProjectName, stack+".pulumi-tags"))
+	for _, m := range append(matches, tags...) {
 		if err := add(m); err != nil {
 			return 0, err
 		}
