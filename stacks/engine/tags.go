@@ -24,12 +24,13 @@ const tagsSuffix = ".pulumi-tags"
 // straight from the backend: one listing of the names under prefix and one small read per
 // stack there, no CLI process. (Reading each stack's tags through the CLI cost a process per
 // stack, so the destroy that asks grew by seconds per stack in the backend.) A stack removed
-// meanwhile is left out.
+// meanwhile is left out. Backends the engine cannot read itself (gs://, azblob://, postgres://)
+// are asked through the CLI: a listing, then the tags of each stack listed.
 func (e *Engine) TaggedStacks(ctx context.Context, prefix, key, value string) ([]string, error) {
 	e.repairBackend("") // a broken sidecar of a tags file would fail its read
 	b, err := e.bucket(ctx)
 	if err != nil {
-		return nil, opErr(OpList, "", ErrFailed, "open the backend: %s", e.red.redact(err.Error()))
+		return e.taggedByCLI(ctx, prefix, key, value)
 	}
 	dir := path.Join(".pulumi", "stacks", ProjectName) + "/"
 	it := b.List(&blob.ListOptions{Prefix: dir + prefix})
@@ -77,4 +78,26 @@ func readTags(ctx context.Context, b *blob.Bucket, key string) (map[string]strin
 		return nil, errors.New("unknown tags file version (a newer Pulumi CLI?)")
 	}
 	return f.Tags, nil
+}
+
+func (e *Engine) taggedByCLI(ctx context.Context, prefix, key, value string) ([]string, error) {
+	list, err := e.List(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range list {
+		tags, err := e.Tags(ctx, s.Name)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if v, has := tags[key]; has && v == value {
+			out = append(out, s.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
