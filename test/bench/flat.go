@@ -71,6 +71,9 @@ func (b *bench) flatCost(ctx context.Context) error {
 		{"refresh", func(e *engine.Engine) error { _, err := e.Refresh(ctx, engine.Request{Stack: flatProbe}); return err }},
 		{"status", func(e *engine.Engine) error { _, err := e.Status(ctx, flatProbe); return err }},
 		{"outputs", func(e *engine.Engine) error { _, err := e.Outputs(ctx, flatProbe); return err }},
+		// One CLI process (`stack tag ls`) and little else: what the Pulumi CLI itself costs
+		// per process with each backend.
+		{"tags", func(e *engine.Engine) error { _, err := e.Tags(ctx, flatProbe); return err }},
 	}
 	rounds := max(b.cfg.rounds, 3)
 	logf("flat: %d rounds of %d operations on each backend", rounds, len(ops))
