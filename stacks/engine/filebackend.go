@@ -37,32 +37,56 @@ func normalizeFileURL(u string) string {
 	return p.String()
 }
 
-// repairFileSidecars removes "*.attrs" sidecars under a file:// backend that are not valid
-// JSON. They only carry a content type and checksum, which fileblob treats as optional, so
-// removing a broken one loses nothing; it returns the paths removed.
-func repairFileSidecars(backendURL string) []string {
+// repairFileSidecars removes "*.attrs" sidecars that are not valid JSON among the blobs an
+// operation on stack can read: the backend's meta.yaml, the stack's checkpoint and tags file,
+// and its history, backups and locks (the DIY backend's project layout, see history.go and lockKey).
+// They only carry a content type and checksum, which fileblob treats as optional, so removing a
+// broken one loses nothing; it returns the paths removed. It never walks the backend: the cost
+// is that of one stack (its history is bounded by the history limit), however many stacks the
+// backend holds. An empty stack (List) repairs meta.yaml and the checkpoints of every stack,
+// which is what listing reads anyway.
+func repairFileSidecars(backendURL, stack string) []string {
 	dir, ok := fileBackendDir(backendURL)
 	if !ok {
 		return nil
 	}
 	root := filepath.Join(dir, ".pulumi")
+	stacksDir := filepath.Join(root, "stacks", ProjectName)
 	var removed []string
-	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".attrs") {
-			return nil
-		}
+	check := func(path string) {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil
+			return // absent (the common case: the engine writes no sidecars)
 		}
 		var v map[string]any
-		if json.Unmarshal(b, &v) != nil {
-			if os.Remove(path) == nil {
-				removed = append(removed, path)
+		if json.Unmarshal(b, &v) != nil && os.Remove(path) == nil {
+			removed = append(removed, path)
+		}
+	}
+	// checkDir checks the sidecars directly in dir (the DIY backend's per-stack directories
+	// are flat).
+	checkDir := func(dir string) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, en := range entries {
+			if !en.IsDir() && strings.HasSuffix(en.Name(), ".attrs") {
+				check(filepath.Join(dir, en.Name()))
 			}
 		}
-		return nil
-	})
+	}
+	check(filepath.Join(root, "meta.yaml.attrs"))
+	if stack == "" {
+		checkDir(stacksDir)
+		return removed
+	}
+	for _, ext := range []string{".json", ".json.gz", ".json.zst", ".json.bak", ".pulumi-tags"} {
+		check(filepath.Join(stacksDir, stack+ext+".attrs"))
+	}
+	checkDir(filepath.Join(root, "history", ProjectName, stack))
+	checkDir(filepath.Join(root, "backups", ProjectName, stack))
+	checkDir(filepath.Join(root, "locks", "organization", ProjectName, stack))
 	return removed
 }
 

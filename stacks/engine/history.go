@@ -26,13 +26,18 @@ import (
 // DefaultHistoryLimit is how many updates of history (and checkpoint backups) a stack keeps.
 const DefaultHistoryLimit = 20
 
+// historyLimit is the effective limit: Options.HistoryLimit, zero meaning the default.
+func (e *Engine) historyLimit() int {
+	if e.opts.HistoryLimit == 0 {
+		return DefaultHistoryLimit
+	}
+	return e.opts.HistoryLimit
+}
+
 // pruneHistory applies the history limit to one stack (best effort: a failure is logged and
 // the next operation tries again).
 func (e *Engine) pruneHistory(ctx context.Context, stack string) {
-	limit := e.opts.HistoryLimit
-	if limit == 0 {
-		limit = DefaultHistoryLimit
-	}
+	limit := e.historyLimit()
 	if limit < 0 {
 		return
 	}

@@ -89,3 +89,34 @@ func TestHistoryLimit(t *testing.T) {
 	ho, _, _ := countEntries(t, e, other)
 	assert.Equal(t, 5, ho, "another stack's history is not touched by this one's operations")
 }
+
+// TestHistoryLimitHoldsAcross100DriftChecks: a hundred drift checks (refreshes) with the
+// default limit leave the stack at the newest DefaultHistoryLimit entries plus its last update,
+// and its state stops growing once the limit is reached.
+func TestHistoryLimitHoldsAcross100DriftChecks(t *testing.T) {
+	e := newEngine(t, Options{})
+	const stack = "tenant.hist.drift"
+	_, err := e.Up(tctx(t, time.Minute), Request{Stack: stack, Program: outputsProgram("v")})
+	require.NoError(t, err)
+	var atLimit int64
+	for i := range 100 {
+		_, err := e.Refresh(tctx(t, time.Minute), Request{Stack: stack})
+		require.NoError(t, err, "refresh %d", i)
+		h, b, bytes := countEntries(t, e, stack)
+		require.LessOrEqual(t, h, DefaultHistoryLimit+1, "history after refresh %d", i)
+		require.LessOrEqual(t, b, DefaultHistoryLimit, "backups after refresh %d", i)
+		if i == DefaultHistoryLimit+5 {
+			atLimit = bytes
+		}
+		if i > DefaultHistoryLimit+5 {
+			// Every refresh writes a checkpoint of the same shape; only timestamps differ.
+			require.InDelta(t, atLimit, bytes, float64(atLimit)/20, "state after refresh %d grew past the limit", i)
+		}
+	}
+	h, b, _ := countEntries(t, e, stack)
+	assert.Equal(t, DefaultHistoryLimit+1, h, "the newest %d, plus the last update however old", DefaultHistoryLimit)
+	assert.Equal(t, DefaultHistoryLimit, b)
+	st, err := e.Status(context.Background(), stack)
+	require.NoError(t, err)
+	assert.True(t, st.Ready, "a hundred drift checks later the stack is still ready")
+}

@@ -277,7 +277,7 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 			return &OpError{Op: op, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
 		}
 	}
-	e.repairBackend()
+	e.repairBackend(stack)
 	select {
 	case e.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -355,8 +355,9 @@ func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error)
 		go func() {
 			defer wg.Done()
 			// The pruned history keeps the newest update however many refreshes followed it
-			// (history.go); read far enough back to meet it.
-			hist, histErr = e.history(ctx, ws, stack, max(20, e.opts.HistoryLimit+1))
+			// (history.go); read far enough back to meet it: the limit's entries and one more
+			// (with the default limit, 20 refreshes would otherwise hide the update).
+			hist, histErr = e.history(ctx, ws, stack, max(20, e.historyLimit()+1))
 		}()
 		tags, err := ws.ListTags(ctx, stack)
 		wg.Wait()

@@ -86,7 +86,7 @@ const secretSig = "4dabf18193072939515e22adb298388d"
 // preflight exports the stack (with secrets: generated credentials are read back from it) and
 // reports pending operations. The plaintext export stays in memory and is dropped here.
 func (e *Engine) preflight(ctx context.Context, op OpKind, sw *stackWorkspace, name string) (*stateInfo, error) {
-	e.repairBackend()
+	e.repairBackend(name)
 	if sw.fresh {
 		// The stack was created by this very operation (`stack init` succeeded just now): its
 		// state is empty, so no pending operations and no credentials; skip the export. The
@@ -508,12 +508,13 @@ func (e *Engine) breakStale(ctx context.Context, name string, oe *OpError, col *
 	return nil
 }
 
-// repairBackend removes broken blob sidecars a killed run may have left (see filebackend.go).
-func (e *Engine) repairBackend() {
+// repairBackend removes broken blob sidecars a killed run may have left among what an
+// operation on stack reads (see filebackend.go); "" is a listing of every stack.
+func (e *Engine) repairBackend(stack string) {
 	if e.opts.ReadOnly {
 		return
 	}
-	if removed := repairFileSidecars(e.opts.BackendURL); len(removed) > 0 {
+	if removed := repairFileSidecars(e.opts.BackendURL, stack); len(removed) > 0 {
 		e.opts.Logger.Warn("removed broken state metadata left by an interrupted run", "files", removed)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
@@ -132,30 +131,10 @@ func (r *Runner) Dependents(ctx context.Context, t kinds.Target) ([]string, erro
 	return r.stacksTagged(ctx, t.Children, engine.TagParent, t.Stack)
 }
 
-// stacksTagged lists the stacks under prefix whose tag key equals value.
+// stacksTagged lists the stacks under prefix whose tag key equals value (read from the tag
+// files, no CLI process per stack).
 func (r *Runner) stacksTagged(ctx context.Context, prefix, key, value string) ([]string, error) {
-	list, err := r.eng.List(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	var found []string
-	for _, s := range list {
-		if !strings.HasPrefix(s.Name, prefix) {
-			continue
-		}
-		st, err := r.eng.Status(ctx, s.Name)
-		if errors.Is(err, engine.ErrNotFound) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if st.Tags[key] == value {
-			found = append(found, s.Name)
-		}
-	}
-	sort.Strings(found)
-	return found, nil
+	return r.eng.TaggedStacks(ctx, prefix, key, value)
 }
 
 // EngineParents reads parents from their stacks in the engine's backend: a parent is ready

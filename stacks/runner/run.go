@@ -42,6 +42,7 @@ type Engine interface {
 	Status(ctx context.Context, stack string) (*engine.StackStatus, error)
 	Tags(ctx context.Context, stack string) (map[string]string, error)
 	List(ctx context.Context, prefix string) ([]engine.StackSummary, error)
+	TaggedStacks(ctx context.Context, prefix, key, value string) ([]string, error)
 }
 
 var _ Engine = (*engine.Engine)(nil)

@@ -48,6 +48,10 @@ type config struct {
 	only     map[string]bool
 	keep     bool
 	parallel int
+
+	flatStacks  []int
+	flatHistory int
+	refreshes   int
 }
 
 type bench struct {
@@ -67,7 +71,7 @@ const (
 
 func main() {
 	var c config
-	var scale, only string
+	var scale, only, flatStacks string
 	flag.StringVar(&c.tfrs, "tfrs", "bin/tfrs", "the tfrs binary to measure")
 	flag.StringVar(&c.out, "out", "bench-results.md", "results file (the table plus the machine's description)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temp dir, removed unless -keep)")
@@ -76,7 +80,10 @@ func main() {
 	flag.StringVar(&scale, "scale", "1,10,50,100", "tenant counts of the scale measurement")
 	flag.StringVar(&c.profile, "scale-profile", "lean", "tenants of the scale and idle measurements: lean (no observability, caches or front end) or full")
 	flag.DurationVar(&c.resync, "resync", 20*time.Second, "the operator's --resync-period in the idle measurement")
-	flag.StringVar(&only, "only", "provision,idle,scale,memory", "measurements to run (provision includes the preview comparison)")
+	flag.StringVar(&only, "only", "provision,idle,scale,memory,flat", "measurements to run (provision includes the preview comparison)")
+	flag.StringVar(&flatStacks, "flat-stacks", "10,1000", "stacks in the backends of the flat-cost measurement")
+	flag.IntVar(&c.flatHistory, "flat-history", 20, "history entries (and backups) of every seeded stack in the flat-cost measurement")
+	flag.IntVar(&c.refreshes, "refreshes", 100, "drift checks (refreshes) before the state size is measured (0: skip)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, rendered manifests, state)")
 	flag.IntVar(&c.parallel, "parallel", 0, "pass --parallel to tfrs serve and tfrs operator (0: their default)")
 	flag.Parse()
@@ -86,6 +93,13 @@ func main() {
 			fatalf("-scale: %q is not a positive count", s)
 		}
 		c.scale = append(c.scale, n)
+	}
+	for _, s := range strings.Split(flatStacks, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 2 {
+			fatalf("-flat-stacks: %q is not a count of at least 2", s)
+		}
+		c.flatStacks = append(c.flatStacks, n)
 	}
 	c.only = map[string]bool{}
 	for _, s := range strings.Split(only, ",") {
@@ -140,31 +154,15 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 
-	logf("starting the local control plane in %s", b.dir)
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(b.dir, "controlplane")})
-	if err != nil {
-		return err
+	// The flat-cost measurement runs the engine on programs without cloud resources; the others
+	// need the control plane and the cluster stack.
+	if c.only["provision"] || c.only["idle"] || c.only["scale"] || c.only["memory"] {
+		stop, err := b.startCluster(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
-	defer cp.Stop()
-	b.kubeconfig = cp.KubeconfigPath
-	if err := testenv.InstallCRDs(ctx, cp.RESTConfig); err != nil {
-		return err
-	}
-	if _, err := b.kubectl(ctx, "create", "namespace", crNamespace); err != nil {
-		return err
-	}
-
-	cluster := testenv.StandInCluster(clusterName)
-	clusterFile, err := b.writeObjects("cluster.yaml", cluster)
-	if err != nil {
-		return err
-	}
-	logf("cluster %s: tfrs up", clusterName)
-	d, err := b.tfrs(ctx, "cluster-up", "up", "-f", clusterFile)
-	if err != nil {
-		return err
-	}
-	b.report.note("cluster stack (stand-in operators, charts) up: %s", secs(d))
 
 	steps := []struct {
 		name string
@@ -174,6 +172,7 @@ func run(ctx context.Context, c config) error {
 		{"idle", b.idleCost},
 		{"scale", b.scale},
 		{"memory", b.memory},
+		{"flat", b.flatCost},
 	}
 	for _, s := range steps {
 		if !c.only[s.name] {
@@ -186,6 +185,42 @@ func run(ctx context.Context, c config) error {
 		}
 	}
 	return b.report.write(os.Stdout, c.out)
+}
+
+// startCluster starts the local control plane and brings the cluster stack up; stop stops
+// the control plane.
+func (b *bench) startCluster(ctx context.Context) (stop func(), err error) {
+	logf("starting the local control plane in %s", b.dir)
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(b.dir, "controlplane")})
+	if err != nil {
+		return nil, err
+	}
+	b.kubeconfig = cp.KubeconfigPath
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+		}
+	}()
+	if err := testenv.InstallCRDs(ctx, cp.RESTConfig); err != nil {
+		return nil, err
+	}
+	if _, err := b.kubectl(ctx, "create", "namespace", crNamespace); err != nil {
+		return nil, err
+	}
+
+	cluster := testenv.StandInCluster(clusterName)
+	clusterFile, err := b.writeObjects("cluster.yaml", cluster)
+	if err != nil {
+		return nil, err
+	}
+	logf("cluster %s: tfrs up", clusterName)
+	d, err := b.tfrs(ctx, "cluster-up", "up", "-f", clusterFile)
+	if err != nil {
+		return nil, err
+	}
+	b.report.note("cluster stack (stand-in operators, charts) up: %s", secs(d))
+
+	return func() { _ = cp.Stop() }, nil
 }
 
 // tfrs runs one tfrs command with the bench's cluster and state, logging its output to
@@ -236,5 +271,7 @@ func (b *bench) writeObjects(name string, objs ...any) (string, error) {
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+func secs2(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
 var _ io.Writer = (*os.File)(nil)

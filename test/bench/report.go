@@ -23,6 +23,8 @@ type report struct {
 	idles   []string
 	scales  []string
 	mems    []string
+	flats   []string
+	drifts  []string
 	notes   []string
 }
 
@@ -64,6 +66,36 @@ func (r *report) memory(bt *batch) {
 		bt.n, mib(bt.idleRSS), mib(bt.peakRSS), mib(added), mib(added/int64(bt.n)), secs(bt.wall)))
 }
 
+// flat is one operation at each backend size: median wall time, time inside Pulumi CLI
+// processes and the engine's own time (the difference), side by side.
+func (r *report) flat(op string, backends []*flatBackend) {
+	var walls, clis, own []string
+	for _, fb := range backends {
+		s := fb.ops[op]
+		w, c := median(s.wall), median(s.cli)
+		var diffs []time.Duration
+		for i := range s.wall {
+			diffs = append(diffs, s.wall[i]-s.cli[i])
+		}
+		walls = append(walls, secs2(w))
+		clis = append(clis, secs2(c))
+		if c > w {
+			// CLI processes ran side by side (Status reads tags and history at once): their
+			// summed time says nothing about the engine's own.
+			own = append(own, "n/a (parallel CLI processes)")
+			continue
+		}
+		own = append(own, fmt.Sprintf("%d ms", median(diffs).Milliseconds()))
+	}
+	r.flats = append(r.flats, fmt.Sprintf("| %s | %s | %s | **%s** |", op,
+		strings.Join(walls, " / "), strings.Join(clis, " / "), strings.Join(own, " / ")))
+}
+
+func (r *report) drift(n int, label string, files int, bytes, checkpoint int64, per time.Duration) {
+	r.drifts = append(r.drifts, fmt.Sprintf("| %s | %d | %.1f KiB | **%.1f** | %s |",
+		label, files, float64(bytes)/1024, float64(bytes)/float64(max(checkpoint, 1)), secs2(per)))
+}
+
 func (r *report) body() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# tfrs benchmark, %s\n\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
@@ -75,6 +107,14 @@ func (r *report) body() string {
 		"| tenants | wall | wall per tenant | p50 / p95 accepted→done | p50 / p95 operation run | RSS before | peak RSS (serve tree) | failed |", r.scales)
 	table(&b, "5. Memory per in-flight operation (full enterprise tenants through the API)",
 		"| in flight | RSS before | peak RSS (serve tree) | added | **added per operation** | wall |", r.mems)
+	var sizes []string
+	for _, n := range r.cfg.flatStacks {
+		sizes = append(sizes, fmt.Sprintf("%d", n))
+	}
+	table(&b, fmt.Sprintf("6. Flat cost: one small stack's operations with %s stacks in the backend (median of %d)", strings.Join(sizes, " / "), max(r.cfg.rounds, 3)),
+		fmt.Sprintf("| operation | wall (%[1]s stacks) | in Pulumi CLI processes (%[1]s) | engine's own time (%[1]s) |", strings.Join(sizes, " / ")), r.flats)
+	table(&b, fmt.Sprintf("7. State per stack after %d drift checks (refreshes)", r.cfg.refreshes),
+		"| history | files (checkpoint, history, backups) | bytes | **in checkpoints** | per refresh |", r.drifts)
 	if len(r.notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range r.notes {

@@ -316,6 +316,24 @@ func (e *Engine) List(ctx context.Context, prefix string) ([]engine.StackSummary
 	return out, nil
 }
 
+// TaggedStacks returns, by name, the stacks whose names start with prefix and whose tag key
+// equals value; it is logged as a list of prefix (the real one is one backend listing).
+func (e *Engine) TaggedStacks(ctx context.Context, prefix, key, value string) ([]string, error) {
+	if _, err := e.begin(ctx, Call{Op: engine.OpList, Stack: prefix}); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for name, st := range e.stacks {
+		if v, ok := st.Tags[key]; ok && v == value && strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // StackVersion is the real engine's cheap change token: it changes whenever the stack does
 // (an up, a destroy, a Put; not an Edit), there is none for a missing stack, and it is not a
 // logged call (the real one runs no CLI process).

@@ -109,6 +109,13 @@ func TestStateWithoutCalls(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []engine.StackSummary{{Name: "tenant.ns.a"}}, list)
 	assert.Equal(t, []string{"list tenant."}, e.Calls())
+
+	e.Put("tenant.ns.c", Stack{Tags: map[string]string{engine.TagParent: "cluster.x"}})
+	e.Put("server.ns.c", Stack{Tags: map[string]string{engine.TagParent: "cluster.x"}})
+	tagged, err := e.TaggedStacks(ctx, "tenant.", engine.TagParent, "cluster.x")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"tenant.ns.c"}, tagged)
+	assert.Equal(t, []string{"list tenant.", "list tenant."}, e.Calls())
 }
 
 // Hooks: Fail queues errors for the next calls of one kind, FailOn fails calls by operation
