@@ -140,3 +140,62 @@ func TestAPILockLease(t *testing.T) {
 		"a stopped holder releases the Lease and the other takes over")
 	stopA()
 }
+
+// TestLostLeaseWindsDown: leadership is a fence. When the Lease is taken away, controller-
+// runtime's Start returns at once without waiting for the stack operations; WindDown then
+// cancels them and returns only after they have ended (the engine's cancel path: the CLI gets
+// SIGINT and its grace). Here a job stands in for an operation that needs 2 s to stop.
+func TestLostLeaseWindsDown(t *testing.T) {
+	e := integrationEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := rest.CopyConfig(e.cp.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorSA,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	const ns = "tfrs-system"
+	mo := ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		LeaderElection: true, LeaderElectionNamespace: ns, Identity: NewIdentity()}
+	mgr, err := NewManager(cfg, mo)
+	require.NoError(t, err)
+	op := &Operator{jobs: newJobs()}
+	require.NoError(t, mgr.Add(op.jobs))
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	probe := NewLeaderPods(mgr, mo)
+	require.Eventually(t, func() bool { return probe.Leading(ctx) }, time.Minute, 200*time.Millisecond)
+
+	var stopped time.Time
+	canceled := make(chan struct{})
+	op.jobs.start("tenant.ns.a", &job{}, func(jctx context.Context, _ *job) {
+		<-jctx.Done()
+		close(canceled)
+		time.Sleep(2 * time.Second) // the CLI saving its state after SIGINT
+		stopped = time.Now()
+	}, func() {})
+
+	// Another holder takes the Lease (as after this process stalled past its term).
+	var l coordinationv1.Lease
+	require.NoError(t, e.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: LeaderElectionID}, &l))
+	l.Spec.HolderIdentity = ptr.To("another-replica")
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	require.NoError(t, e.c.Update(ctx, &l))
+
+	var startErr error
+	select {
+	case startErr = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the manager did not stop after losing its Lease")
+	}
+	require.ErrorContains(t, startErr, "leader election lost")
+	returned := time.Now()
+	require.False(t, probe.Leading(ctx), "a replica that lost the Lease never breaks locks")
+	op.WindDown()
+	select {
+	case <-canceled:
+	default:
+		t.Fatal("the running operation was not canceled")
+	}
+	require.False(t, stopped.IsZero(), "WindDown returned before the operation had ended")
+	t.Logf("Start returned %s before the operation had stopped; WindDown waited for it", stopped.Sub(returned).Round(time.Millisecond))
+	require.Zero(t, op.Running())
+}

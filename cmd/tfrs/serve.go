@@ -22,6 +22,7 @@ import (
 // serveFlags are `tfrs serve`'s own flags, next to the shared stackFlags.
 type serveFlags struct {
 	listen, tokenFile, tlsCert, tlsKey string
+	importSpecs                        string
 	leaderElect                        bool
 	leaderElectionNamespace            string
 	auth                               []string
@@ -40,6 +41,7 @@ func (f *serveFlags) bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.authAudiences, "auth-audience", splitEnv("TFRS_API_AUTH_AUDIENCES", ""), "with --auth kubernetes: accept only tokens issued for these audiences (kubectl create token SA --audience AUD; default: the API server's own)")
 	fs.DurationVar(&f.authCacheTTL, "auth-cache-ttl", server.DefaultAuthCacheTTL, "with --auth kubernetes: how long TokenReview and SubjectAccessReview answers are cached (a revoked token or binding works at most this long; negative: no cache)")
 	fs.StringVar(&f.tokenFile, "token-file", os.Getenv("TFRS_API_TOKEN_FILE"), "file of static bearer tokens, one 'TOKEN ROLE [NAME] [namespaces=NS,…] [kinds=KIND,…] [verbs=VERB,…]' per line, ROLE admin or read-only (env TFRS_API_TOKEN_FILE; env TFRS_API_TOKENS may hold entries too, separated by ';')")
+	fs.StringVar(&f.importSpecs, "import-specs", "", "on start, move the specs an older tfrs serve kept in this directory (its --spec-dir) into the state backend, once (default: <state-dir>/api/specs when it exists)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", false, "replicas elect the holder of the Lease "+operator.APILockLeaseID+": the only one that may break a backend lock left by an API pod that is gone (needs the API server of --kubeconfig or in-cluster; all replicas serve either way)")
 	fs.StringVar(&f.leaderElectionNamespace, "leader-election-namespace", "", "namespace of the --leader-elect Lease (default: the pod's)")
 	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TFRS_TLS_CERT"), "serve HTTPS with this certificate (PEM; env TFRS_TLS_CERT)")
@@ -137,7 +139,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 		return fmt.Errorf("state backend: %w", err)
 	}
 	specs := server.NewBackendSpecStore(bkt)
-	if err := importLegacySpecs(ctx, sf.stateDir, specs, log); err != nil {
+	if err := importLegacySpecs(ctx, sf.stateDir, f.importSpecs, specs, log); err != nil {
 		return err
 	}
 	pol, err := f.sources.policy()
@@ -239,15 +241,17 @@ func splitEnv(key, def string) []string {
 
 // importLegacySpecs moves the specs an older `tfrs serve` kept in <state-dir>/api/specs into
 // the backend, once.
-func importLegacySpecs(ctx context.Context, stateDir string, to server.SpecStore, log *slog.Logger) error {
-	if stateDir == "" {
-		d, err := engine.DefaultStateDir()
-		if err != nil {
-			return err
+func importLegacySpecs(ctx context.Context, stateDir, dir string, to server.SpecStore, log *slog.Logger) error {
+	if dir == "" {
+		if stateDir == "" {
+			d, err := engine.DefaultStateDir()
+			if err != nil {
+				return err
+			}
+			stateDir = d
 		}
-		stateDir = d
+		dir = filepath.Join(stateDir, "api", "specs")
 	}
-	dir := filepath.Join(stateDir, "api", "specs")
 	n, err := server.ImportLegacySpecs(ctx, dir, to)
 	if err != nil {
 		return err
