@@ -639,3 +639,22 @@ func tail(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// TestOverlapping checks the analysis itself: refused runs are left out, a run cut off with its
+// pod ends when the pod died, and one that never ended overlaps everything after it.
+func TestOverlapping(t *testing.T) {
+	at := func(s float64) time.Time { return time.Unix(1000, 0).Add(time.Duration(s * float64(time.Second))) }
+	runs := []cliRun{
+		{id: "1", stack: "s", cmd: "up", pod: "a", start: at(0), end: at(10), how: "ran"},
+		{id: "2", stack: "s", cmd: "up", pod: "b", start: at(5), end: at(5.5), how: "locked"},
+		{id: "3", stack: "s", cmd: "up", pod: "b", start: at(11)}, // killed with pod b at 20
+		{id: "4", stack: "s", cmd: "up", pod: "a", start: at(21), end: at(25), how: "ran"},
+		{id: "5", stack: "t", cmd: "up", pod: "c", start: at(0)}, // pod c never died
+		{id: "6", stack: "t", cmd: "refresh", pod: "a", start: at(30), end: at(31), how: "ran"},
+	}
+	got, refused := overlapping(runs, map[string][]time.Time{"b": {at(20)}})
+	require.Equal(t, 1, refused)
+	require.Equal(t, []string{"t: c up (5) and a refresh (6)"}, got)
+	got, _ = overlapping(runs, map[string][]time.Time{"b": {at(22)}})
+	require.Len(t, got, 2, "pod b died after run 4 began: %v", got)
+}
