@@ -75,6 +75,9 @@ bench: tools build ## tfrs against the floor (kubectl), idle cost, scale, memory
 	go run ./test/bench -tfrs bin/tfrs -out bench-results.md $(BENCH_FLAGS)
 	@echo; echo "engine micro-benchmarks (CLI processes and time per operation):"
 	go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./stacks/engine/ | tee bench-engine.txt
+	@echo; echo "failover (2 operators + 2 API replicas on one S3 backend; leader SIGKILLed mid-update):"
+	@go test -count=1 -run '^TestReplicasFailover$$' -v -timeout 15m ./test/e2e/ > bench-failover.log 2>&1; rc=$$?; \
+	  grep -E 'BENCH|run +[0-9]|^(--- |ok|FAIL)' bench-failover.log | tee bench-failover.txt; exit $$rc
 
 demo: tools build ## the main job on the embedded default: a local control plane + file:// state, the whole story
 	./bin/tfrs dev --demo
