@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -94,7 +95,17 @@ func runOperator(ctx context.Context, cmd *cobra.Command, f *operatorFlags) erro
 	}
 	// The leader may break a backend lock whose owner Pod is gone (a replica lost mid-run).
 	eng, err := f.stack.engine(ctx, func(o *engine.Options) {
-		o.Pods = operator.NewLeaderPods(mgr, mo)
+		leader := operator.NewLeaderPods(mgr, mo)
+		o.Pods = leader
+		if f.leaderElect {
+			// No mutating run starts unless this replica holds the Lease at that moment.
+			o.Fence = func(ctx context.Context) error {
+				if leader.Leading(ctx) {
+					return nil
+				}
+				return errors.New("this replica does not hold the leader Lease " + operator.LeaderElectionID)
+			}
+		}
 	})
 	if err != nil {
 		return err

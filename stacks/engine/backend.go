@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -46,6 +47,12 @@ type Options struct {
 	// are reported, never broken: liveness elsewhere cannot be proven from here. Locks of this
 	// machine and pid namespace are checked exactly (lockowners.go).
 	Pods PodProbe
+	// Fence, when set, is asked right before every CLI process that may take the backend lock
+	// (up, refresh, destroy, import, stack import|rm|rename); an error refuses that run. The
+	// operator sets it to "this replica still holds the leader Lease", read from the Lease
+	// itself: a leader that stalled past its term and resumed must not start a mutating run in
+	// the seconds before it notices the loss, whatever its reconcilers still decide.
+	Fence func(ctx context.Context) error
 	// HistoryLimit is how many updates of history and checkpoint backups each stack keeps in
 	// the backend (history.go). Zero means DefaultHistoryLimit (20); negative keeps everything.
 	HistoryLimit int

@@ -38,6 +38,8 @@ type pulumiCLI struct {
 	// backend lock; the func it returns runs when that process exited by itself (not by a
 	// signal). The engine records lock owners with it (lockowners.go).
 	onLockingStart func(pid int) (exited func())
+	// fence is Options.Fence: asked before such a process starts.
+	fence func(ctx context.Context) error
 }
 
 var _ auto.PulumiCommand = (*pulumiCLI)(nil)
@@ -174,7 +176,7 @@ func (c *pulumiCLI) Run(ctx context.Context, workdir string, stdin io.Reader,
 	cmd.WaitDelay = c.grace
 
 	start := time.Now()
-	err := c.run(cmd, args)
+	err := c.run(ctx, cmd, args)
 	c.calls.Add(1)
 	c.nanos.Add(int64(time.Since(start)))
 	code := -2
@@ -187,8 +189,16 @@ func (c *pulumiCLI) Run(ctx context.Context, workdir string, stdin io.Reader,
 }
 
 // run starts and waits for cmd, recording the owner of any lock it may take.
-func (c *pulumiCLI) run(cmd *exec.Cmd, args []string) error {
-	if c.onLockingStart == nil || !takesLock(args) {
+func (c *pulumiCLI) run(ctx context.Context, cmd *exec.Cmd, args []string) error {
+	if !takesLock(args) {
+		return cmd.Run()
+	}
+	if c.fence != nil {
+		if err := c.fence(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ErrFenced, err)
+		}
+	}
+	if c.onLockingStart == nil {
 		return cmd.Run()
 	}
 	if err := cmd.Start(); err != nil {

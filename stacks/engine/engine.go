@@ -142,7 +142,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if e.cli, err = newPulumiCLI(ctx, r.pulumiBin, r.CancelGrace, func() map[string]string { return base }, r.StateDir); err != nil {
 		return nil, err
 	}
-	e.cli.onLockingStart = e.recordOwner
+	e.cli.onLockingStart, e.cli.fence = e.recordOwner, r.Fence
 	workBase := filepath.Join(r.StateDir, "work")
 	if err := os.MkdirAll(workBase, 0o700); err != nil {
 		return nil, fmt.Errorf("create work dir: %w", err)

@@ -41,6 +41,9 @@ var (
 	ErrClosed = errors.New("engine closed")
 	// ErrReadOnly: a mutation was asked of a read-only engine (Options.ReadOnly).
 	ErrReadOnly = errors.New("the engine is read-only: only previews and reads run")
+	// ErrFenced refuses a mutating run that Options.Fence refused (the operator: this
+	// replica no longer holds the leader Lease).
+	ErrFenced = errors.New("fenced: this process may not take the backend lock now")
 )
 
 // OpError is what every failed operation returns. Its message is safe to log: it never holds

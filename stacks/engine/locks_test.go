@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +141,26 @@ func TestLookupProcSelf(t *testing.T) {
 	id := selfIdentity()
 	assert.NotEmpty(t, id.BootID)
 	assert.NotEmpty(t, id.PIDNS)
+}
+
+// TestFenceRefusesLockingRuns: with a fence that refuses, no process that may take the backend
+// lock starts (the operator's fence: this replica lost its Lease); reads and previews still run.
+func TestFenceRefusesLockingRuns(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	bin := filepath.Join(t.TempDir(), "pulumi")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\necho \"$@\" >> "+marker+"\n"), 0o755))
+	lost := errors.New("this replica does not hold the leader Lease")
+	c := &pulumiCLI{bin: bin, env: func() map[string]string { return nil },
+		fence: func(context.Context) error { return lost }}
+	ctx := context.Background()
+	_, _, _, err := c.Run(ctx, t.TempDir(), nil, nil, nil, nil, "up", "--yes", "--stack", "tenant.ns.a")
+	require.ErrorIs(t, err, ErrFenced)
+	require.ErrorIs(t, err, lost)
+	_, err = os.Stat(marker)
+	require.True(t, errors.Is(err, os.ErrNotExist), "the fenced CLI never started")
+	_, _, _, err = c.Run(ctx, t.TempDir(), nil, nil, nil, nil, "preview", "--stack", "tenant.ns.a")
+	require.NoError(t, err)
+	b, err := os.ReadFile(marker)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "preview")
 }
