@@ -170,6 +170,15 @@ type instance struct {
 	done   chan error
 }
 
+// asServiceAccount is the control plane's config impersonating user, a ServiceAccount of
+// tfrs-system, with the groups the API server gives it: what that account's RBAC allows.
+func (e *itEnv) asServiceAccount(user string) *rest.Config {
+	cfg := rest.CopyConfig(e.cp.RESTConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	return cfg
+}
+
 // startOperator starts an operator; the caller stops it. cancelGrace is the engine's: a tiny one turns a stop into
 // a kill of the running Pulumi processes, as a crash would.
 func (e *itEnv) startOperator(t *testing.T, cancelGrace time.Duration, tweak ...func(*Options)) *instance {
@@ -178,9 +187,7 @@ func (e *itEnv) startOperator(t *testing.T, cancelGrace time.Duration, tweak ...
 	eng, err := engine.New(ctx, engine.Options{BackendURL: "file://" + e.backendDir, StateDir: e.stateDir,
 		Passphrase: itPassphrase, MaxConcurrent: 4, CancelGrace: cancelGrace, Logger: itLog})
 	require.NoError(t, err)
-	cfg := rest.CopyConfig(e.cp.RESTConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorSA,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	cfg := e.asServiceAccount(operatorSA)
 	mgr, err := NewManager(cfg, ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionNamespace: "tfrs-system"})
 	require.NoError(t, err)

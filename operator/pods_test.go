@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -43,9 +42,7 @@ func TestLeaderPods(t *testing.T) {
 	e := integrationEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := rest.CopyConfig(e.cp.RESTConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorSA,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	cfg := e.asServiceAccount(operatorSA)
 
 	start := func() (engine.PodProbe, context.CancelFunc, chan error) {
 		mo := ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
@@ -108,9 +105,7 @@ func TestAPILockLease(t *testing.T) {
 			filepath.Join(testenv.RepoRoot(), "config", "api", f)).CombinedOutput()
 		require.NoError(t, err, "%s", out)
 	}
-	cfg := rest.CopyConfig(e.cp.RESTConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:tfrs-system:tfrs-api",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	cfg := e.asServiceAccount("system:serviceaccount:tfrs-system:tfrs-api")
 	log := slog.New(slog.DiscardHandler)
 	start := func() (engine.PodProbe, context.CancelFunc) {
 		lctx, stop := context.WithCancel(ctx)
@@ -149,9 +144,7 @@ func TestLostLeaseWindsDown(t *testing.T) {
 	e := integrationEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cfg := rest.CopyConfig(e.cp.RESTConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: operatorSA,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:tfrs-system", "system:authenticated"}}
+	cfg := e.asServiceAccount(operatorSA)
 	const ns = "tfrs-system"
 	mo := ManagerOptions{MetricsBindAddress: "0", HealthProbeBindAddress: "0",
 		LeaderElection: true, LeaderElectionNamespace: ns, Identity: NewIdentity()}

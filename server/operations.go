@@ -458,9 +458,13 @@ func (r *registry) latestFor(ctx context.Context, stack string) opHandle {
 	}
 	if r.store != nil {
 		if rec, err := r.store.latest(ctx, stack); err == nil && rec != nil {
-			if op, err := r.get(ctx, rec.View.ID); err == nil {
+			r.mu.Lock()
+			op, ok := r.ops[rec.View.ID]
+			r.mu.Unlock()
+			if ok {
 				return op
 			}
+			return &remoteOp{s: r.store, id: rec.View.ID, rec: *rec} // the record just read
 		}
 	}
 	if latest != nil {

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -12,56 +13,78 @@ import (
 	"github.com/tfrs-io/tfrs-operator/internal/tools"
 )
 
-// S3Server is a versitygw process serving one bucket from a temporary directory: the shared
-// state backend of tests that run several tfrs processes.
+// S3Server is a versitygw process serving one bucket from a directory: the shared state
+// backend of tests that run several tfrs processes, or several engines.
 type S3Server struct {
 	Addr, Bucket, Access, Secret string
+	cmd                          *exec.Cmd
+	log                          *os.File
 }
 
 // S3 starts versitygw for the test (stopped at cleanup). It skips (fails under CI=true) when
 // `make tools` has not built versitygw.
 func S3(t testing.TB) *S3Server {
 	t.Helper()
-	bin, err := tools.Bin("versitygw")
-	if err != nil {
+	if _, err := tools.Bin("versitygw"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
 		}
 		t.Skip(err)
 	}
-	dir := t.TempDir()
+	s, err := StartS3(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartS3 starts versitygw serving dir (its bucket a sub-directory, its log beside it) and
+// waits until it listens; the caller stops it. For servers shared by a whole test binary.
+func StartS3(dir string) (*S3Server, error) {
+	bin, err := tools.Bin("versitygw")
+	if err != nil {
+		return nil, err
+	}
 	s := &S3Server{Bucket: "tfrs-state", Access: "tfrstest", Secret: "tfrstestsecret123"}
 	if err := os.MkdirAll(filepath.Join(dir, s.Bucket), 0o700); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	s.Addr = "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	l.Close()
-	cmd := exec.Command(bin, "--port", s.Addr, "--access", s.Access, "--secret", s.Secret, "posix", dir)
-	log, err := os.Create(filepath.Join(t.TempDir(), "versitygw.log"))
-	if err != nil {
-		t.Fatal(err)
+	s.cmd = exec.Command(bin, "--port", s.Addr, "--access", s.Access, "--secret", s.Secret, "posix", dir)
+	if s.log, err = os.Create(filepath.Join(dir, "versitygw.log")); err != nil {
+		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		s.log.Close()
+		return nil, err
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		log.Close()
-	})
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if c, err := net.DialTimeout("tcp", s.Addr, time.Second); err == nil {
 			c.Close()
-			return s
+			return s, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not listen on %s", s.Addr)
+			s.Stop()
+			return nil, fmt.Errorf("versitygw did not listen on %s", s.Addr)
 		}
+	}
+}
+
+// Stop kills the server.
+func (s *S3Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		_ = s.cmd.Wait()
+	}
+	if s.log != nil {
+		s.log.Close()
 	}
 }
 

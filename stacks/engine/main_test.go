@@ -3,12 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
-	"github.com/tfrs-io/tfrs-operator/internal/tools"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 )
 
 // Integration tests run the real Pulumi CLI and Kubernetes provider against a local control
@@ -78,14 +73,12 @@ func kubeconfig(t testing.TB) string {
 	return kc
 }
 
-// s3Server is a versitygw process serving a directory, one bucket per sub-directory.
+// s3Server is the binary's shared versitygw (internal/testenv), in a directory it removes on
+// stop.
 type s3Server struct {
-	cmd            *exec.Cmd
-	dir, addr      string
-	access, secret string
+	*testenv.S3Server
+	dir string
 }
-
-const s3Bucket = "tfrs-state"
 
 func s3(t testing.TB) *s3Server {
 	t.Helper()
@@ -95,69 +88,27 @@ func s3(t testing.TB) *s3Server {
 }
 
 func startS3() (*s3Server, error) {
-	bin, err := tools.Bin("versitygw")
-	if err != nil {
-		return nil, err
-	}
 	dir, err := os.MkdirTemp("", "tfrs-s3-")
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, s3Bucket), 0o700); err != nil {
-		return nil, err
-	}
-	port, err := freePort()
+	srv, err := testenv.StartS3(dir)
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &s3Server{dir: dir, addr: "127.0.0.1:" + strconv.Itoa(port), access: "tfrstest", secret: "tfrstestsecret123"}
-	s.cmd = exec.Command(bin, "--port", s.addr, "--access", s.access, "--secret", s.secret, "posix", dir)
-	log, err := os.Create(filepath.Join(dir, "versitygw.log"))
-	if err != nil {
-		return nil, err
-	}
-	s.cmd.Stdout, s.cmd.Stderr = log, log
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", s.addr, time.Second)
-		if err == nil {
-			c.Close()
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("versitygw did not listen on %s", s.addr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return &s3Server{S3Server: srv, dir: dir}, nil
 }
 
 func (s *s3Server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		_ = s.cmd.Wait()
-	}
+	s.Stop()
 	_ = os.RemoveAll(s.dir)
 }
 
-func (s *s3Server) backendURL() string {
-	return "s3://" + s3Bucket + "?endpoint=" + s.addr + "&disableSSL=true&s3ForcePathStyle=true&region=us-east-1"
-}
+func (s *s3Server) backendURL() string { return s.BackendURL() }
 
 func (s *s3Server) env() map[string]string {
-	return map[string]string{"AWS_ACCESS_KEY_ID": s.access, "AWS_SECRET_ACCESS_KEY": s.secret, "AWS_REGION": "us-east-1"}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return map[string]string{"AWS_ACCESS_KEY_ID": s.Access, "AWS_SECRET_ACCESS_KEY": s.Secret, "AWS_REGION": "us-east-1"}
 }
 
 // newEngine makes an engine on a fresh file:// state dir (or the given options).
