@@ -146,10 +146,17 @@ func (b *graphBuilder) add(s step) error {
 		if !ok && reason == "" {
 			reason = "depends on " + d + ", which is not installed"
 		}
-		after = append(after, r)
-		if cl, ok := r.(childLister); ok {
-			after = append(after, cl.Children()...)
+		if r == nil {
+			continue
 		}
+		cl, ok := r.(childLister)
+		if !ok {
+			// Without the list the edge holds only when Pulumi happens to have attached
+			// every child already: a flaky order. Every component embeds children.Set.
+			return fmt.Errorf("graph: %s (a dependency of %s) does not list its children", d, s.id)
+		}
+		after = append(after, r)
+		after = append(after, cl.Children()...)
 	}
 	if reason != "" {
 		b.skipped(s.id, reason)

@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
@@ -46,6 +47,7 @@ type CertManagerArgs struct {
 // istio-ingress is installed, after this component.
 type CertManager struct {
 	pulumi.ResourceState
+	children.Set
 
 	// IssuerName is the name of the ClusterIssuer.
 	IssuerName pulumi.StringOutput `pulumi:"issuerName"`
@@ -87,6 +89,7 @@ func NewCertManager(ctx *pulumi.Context, name string, args *CertManagerArgs, opt
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(ns, chart, issuer)
 	c.IssuerName = issuer.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"issuerName": c.IssuerName})
 }

@@ -7,6 +7,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
@@ -31,6 +33,7 @@ type EnvoyFilterArgs struct {
 // adminToken as cookies (see components/routing/routing.lua).
 type EnvoyFilterCookie struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Name of the EnvoyFilter.
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -53,6 +56,7 @@ func NewEnvoyFilterCookie(ctx *pulumi.Context, name string, args *EnvoyFilterArg
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(ef)
 	c.Name = ef.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }
@@ -63,6 +67,7 @@ func NewEnvoyFilterCookie(ctx *pulumi.Context, name string, args *EnvoyFilterArg
 // cluster from that header.
 type EnvoyFilterLuaRouting struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Name of the EnvoyFilter.
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -85,6 +90,7 @@ func NewEnvoyFilterLuaRouting(ctx *pulumi.Context, name string, args *EnvoyFilte
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(ef)
 	c.Name = ef.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }

@@ -6,6 +6,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
@@ -44,6 +46,7 @@ type GatewayArgs struct {
 // requests, and HTTP answered with a redirect to HTTPS.
 type Gateway struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Host served, "api.<domain>".
 	Host pulumi.StringOutput `pulumi:"host"`
@@ -68,10 +71,11 @@ func NewGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts ...pul
 		dnsNames = append(dnsNames, "*."+args.Domain)
 	}
 	// Istio serves the Gateway as soon as the Secret appears, so the two need no order.
-	if _, err := crs.New(ctx, name+"-certificate", crs.Args{
+	cert, err := crs.New(ctx, name+"-certificate", crs.Args{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(apiCertName), Namespace: pulumi.String(IngressNamespace)},
 		Spec:     crs.Certificate(APITLSSecretName, host, dnsNames, args.IssuerName),
-	}, pulumi.Parent(c)); err != nil {
+	}, pulumi.Parent(c))
+	if err != nil {
 		return nil, err
 	}
 	gw, err := crs.New(ctx, name+"-gateway", crs.Args{
@@ -81,6 +85,7 @@ func NewGateway(ctx *pulumi.Context, name string, args *GatewayArgs, opts ...pul
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(cert, gw)
 	c.Host = pulumi.String(host).ToStringOutput()
 	c.GatewayRef = pulumi.All(gw.Metadata.Namespace().Elem(), gw.Metadata.Name().Elem()).ApplyT(func(v []any) string {
 		return v[0].(string) + "/" + v[1].(string)

@@ -8,6 +8,8 @@ import (
 	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 )
 
 // SecretKeySelector names a key of a Secret.
@@ -33,6 +35,7 @@ type ImageRegistryArgs struct {
 // registry, and exports its content (secret) so every tenant namespace can get a copy.
 type ImageRegistry struct {
 	pulumi.ResourceState
+	children.Set
 
 	// SecretName of the pull Secret.
 	SecretName pulumi.StringOutput `pulumi:"secretName"`
@@ -93,6 +96,7 @@ func NewImageRegistry(ctx *pulumi.Context, name string, args *ImageRegistryArgs,
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(secret)
 	c.SecretName = secret.Metadata.Name().Elem()
 	c.DockerConfigJSON = config
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{

@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
@@ -36,6 +37,7 @@ type IstioArgs struct {
 // Istio installs the Istio control plane: base (CRDs) then istiod, both Helm charts.
 type Istio struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Namespace of istiod.
 	Namespace pulumi.StringOutput `pulumi:"namespace"`
@@ -74,11 +76,13 @@ func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.
 		}}
 	}
 	// istiod registers webhooks that validate Istio's CRs, so the CRDs must be there first.
-	if _, err := kit.NewChart(ctx, c, name+"-istiod", kit.Chart{Release: "istiod", Namespace: nsName, Ref: args.Istiod, Values: map[string]any{
+	istiod, err := kit.NewChart(ctx, c, name+"-istiod", kit.Chart{Release: "istiod", Namespace: nsName, Ref: args.Istiod, Values: map[string]any{
 		"meshConfig": mesh,
-	}}, pulumi.DependsOn([]pulumi.Resource{base})); err != nil {
+	}}, pulumi.DependsOn([]pulumi.Resource{base}))
+	if err != nil {
 		return nil, err
 	}
+	c.Keep(ns, base, istiod)
 	c.Namespace = nsName
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": c.Namespace})
 }

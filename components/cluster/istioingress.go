@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
@@ -59,6 +60,7 @@ type IstioIngressArgs struct {
 // read without searching the chart's output.
 type IstioIngress struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Namespace of the gateway pods.
 	Namespace pulumi.StringOutput `pulumi:"namespace"`
@@ -128,6 +130,7 @@ func NewIstioIngress(ctx *pulumi.Context, name string, args *IstioIngressArgs, o
 		return nil, err
 	}
 
+	c.Keep(ns, chart, svc)
 	c.Namespace = nsName
 	c.ServiceName = svc.Metadata.Name().Elem()
 	switch args.Mode {

@@ -6,6 +6,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
@@ -29,6 +30,7 @@ type CNPGOperatorArgs struct {
 // CNPGOperator installs the CloudNativePG operator from its YAML manifest.
 type CNPGOperator struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Ready is true once every object of the manifest is ready (the operator Deployment
 	// available): tenants may then create Cluster resources.
@@ -48,6 +50,7 @@ func NewCNPGOperator(ctx *pulumi.Context, name string, args *CNPGOperatorArgs, o
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(m)
 	c.Ready = readyWhenDone(m.Resources)
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"ready": c.Ready})
 }
@@ -62,6 +65,7 @@ type MinIOOperatorArgs struct {
 // takes the image mirror as a value).
 type MinIOOperator struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Ready is true once the operator is ready: tenants may then create Tenant resources.
 	Ready pulumi.BoolOutput `pulumi:"ready"`
@@ -84,6 +88,7 @@ func NewMinIOOperator(ctx *pulumi.Context, name string, args *MinIOOperatorArgs,
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(ns, chart)
 	c.Ready = readyWhenDone(chart.Resources)
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"ready": c.Ready})
 }
@@ -101,6 +106,7 @@ type RabbitMQOperatorArgs struct {
 // operator from their YAML manifests.
 type RabbitMQOperator struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Ready is true once both operators are ready; the tenant stack waits for it before it
 	// creates a RabbitmqCluster.
@@ -127,6 +133,7 @@ func NewRabbitMQOperator(ctx *pulumi.Context, name string, args *RabbitMQOperato
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(cluster, topology)
 	c.Ready = pulumi.All(readyWhenDone(cluster.Resources), readyWhenDone(topology.Resources)).ApplyT(func(v []any) bool {
 		return v[0].(bool) && v[1].(bool)
 	}).(pulumi.BoolOutput)

@@ -6,6 +6,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 )
 
@@ -26,6 +28,7 @@ type IstioTelemetryArgs struct {
 // IstioTelemetry is the mesh-wide Istio Telemetry: Envoy access logs and tracing.
 type IstioTelemetry struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Name of the Telemetry.
 	Name pulumi.StringOutput `pulumi:"name"`
@@ -50,6 +53,7 @@ func NewIstioTelemetry(ctx *pulumi.Context, name string, args *IstioTelemetryArg
 	if err != nil {
 		return nil, err
 	}
+	c.Keep(t)
 	c.Name = t.Metadata.Name().Elem()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name})
 }

@@ -6,6 +6,8 @@ import (
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+
 	"github.com/tfrs-io/tfrs-operator/components/internal/crs"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 )
@@ -34,6 +36,7 @@ type ClusterVirtualServiceArgs struct {
 // the route the routing filter steers.
 type ClusterVirtualService struct {
 	pulumi.ResourceState
+	children.Set
 
 	// Host served.
 	Host pulumi.StringOutput `pulumi:"host"`
@@ -49,12 +52,14 @@ func NewClusterVirtualService(ctx *pulumi.Context, name string, args *ClusterVir
 		return nil, err
 	}
 	host := APIHost(args.Domain)
-	if _, err := crs.New(ctx, name+"-virtualservice", crs.Args{
+	vs, err := crs.New(ctx, name+"-virtualservice", crs.Args{
 		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(APIVirtualServiceName), Namespace: pulumi.String(IngressNamespace)},
 		Spec:     crs.SingleRouteVirtualService(host, args.Gateway, APIRouteName, unroutedHost, routing.UpstreamPort),
-	}, pulumi.Parent(c)); err != nil {
+	}, pulumi.Parent(c))
+	if err != nil {
 		return nil, err
 	}
+	c.Keep(vs)
 	c.Host = pulumi.String(host).ToStringOutput()
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"host": c.Host})
 }
