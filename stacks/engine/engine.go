@@ -99,6 +99,40 @@ type Request struct {
 	// The runner passes the door, identity and immutable-field rules here, so they are
 	// checked against the owner that won a race, not the one read before it.
 	Admit func(tags map[string]string) error
+	// SavePlan, on a Preview, also saves Pulumi's update plan of the previewed changes and
+	// returns it in Result.Plan (see plans.go). The preview then runs on the real stack,
+	// creating its empty record (owner and tags, as an Up would) when it does not exist yet.
+	SavePlan bool
+	// PlanMeta is stored with a saved plan (and part of its id).
+	PlanMeta map[string]string
+	// Plan, on an Up, applies exactly this saved plan: a step it does not contain fails the
+	// Up with ErrPlanMismatch before it runs. The credentials the plan was taken with are
+	// used (Rotate is ignored: a rotation was planned, and its values travel in the plan).
+	Plan *Plan
+
+	// generated records the credentials a plan preview creates (set by Preview).
+	generated *credentialLog
+}
+
+// credentialLog collects name → value of the credentials one run generated.
+type credentialLog struct {
+	mu     sync.Mutex
+	values map[string]string
+}
+
+func (l *credentialLog) record(name, value string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.values == nil {
+		l.values = map[string]string{}
+	}
+	l.values[name] = value
+}
+
+func (l *credentialLog) snapshot() map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.values)
 }
 
 // Engine runs stack operations. It is safe for concurrent use; create one per process.

@@ -109,6 +109,8 @@ func classify(ctx context.Context, op OpKind, stack string, err error, red *reda
 		e.Kind = ErrNotFound
 	case reStillHasRes.MatchString(stderr):
 		e.Kind = ErrStackNotEmpty
+	case isPlanViolation(err, diag):
+		e.Kind = ErrPlanMismatch
 	}
 	e.Detail = red.redact(summarize(stderr, diag))
 	return e

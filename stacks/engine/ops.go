@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,10 +26,19 @@ import (
 func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
 	var up auto.UpResult
 	res, err := e.run(ctx, OpUp, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+		opts := []optup.Option{optup.EventStreams(col.stream()), optup.ShowSecrets(false),
+			optup.Color("never"), optup.SuppressProgress(), optup.SuppressOutputs(), optup.Message(message(req, OpUp))}
+		if req.Plan != nil {
+			file, err := writePlanFile(sw.ws.WorkDir(), req.Plan)
+			if err != nil {
+				return opErr(OpUp, req.Stack, ErrFailed, "write the saved plan: %v", err)
+			}
+			defer os.Remove(file)
+			opts = append(opts, optup.Plan(file))
+		}
 		return e.withLock(ctx, OpUp, sw, req.Stack, col, rec, func() error {
 			var err error
-			up, err = sw.up.Up(ctx, optup.EventStreams(col.stream()), optup.ShowSecrets(false),
-				optup.Color("never"), optup.SuppressProgress(), optup.SuppressOutputs(), optup.Message(message(req, OpUp)))
+			up, err = sw.up.Up(ctx, opts...)
 			return err
 		})
 	})
@@ -42,15 +52,38 @@ func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
 // no tags, and a stack that does not exist yet is not created: the preview runs against an
 // empty throwaway state of its own (see scratch), so every resource shows as a create. On a
 // stack with pending operations it warns that the next Up will recover them.
+//
+// With SavePlan it also returns Pulumi's plan of those changes (Result.Plan) for an Up to
+// apply exactly; see plans.go for what that changes.
 func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
-	return e.run(ctx, OpPreview, req, func(sw *stackWorkspace, col *collector, _ *Recovery) error {
-		_, err := sw.st.Preview(ctx, optpreview.EventStreams(col.stream()), optpreview.Color("never"),
-			optpreview.SuppressProgress(), optpreview.SuppressOutputs())
+	var plan *Plan
+	if req.SavePlan {
+		req.generated = &credentialLog{}
+	}
+	res, err := e.run(ctx, OpPreview, req, func(sw *stackWorkspace, col *collector, _ *Recovery) error {
+		opts := []optpreview.Option{optpreview.EventStreams(col.stream()), optpreview.Color("never"),
+			optpreview.SuppressProgress(), optpreview.SuppressOutputs()}
+		file := ""
+		if req.SavePlan {
+			file = planFilePath(sw.ws.WorkDir())
+			defer os.Remove(file)
+			opts = append(opts, optpreview.Plan(file))
+		}
+		_, err := sw.st.Preview(ctx, opts...)
 		if err != nil {
 			return classify(ctx, OpPreview, req.Stack, err, col.red, col.errors())
 		}
+		if req.SavePlan {
+			if plan, err = e.newPlan(req.Stack, file, req.generated.snapshot(), req.PlanMeta); err != nil {
+				return opErr(OpPreview, req.Stack, ErrFailed, "save plan: %v", err)
+			}
+		}
 		return nil
 	})
+	if res != nil && err == nil {
+		res.Plan = plan
+	}
+	return res, err
 }
 
 // Refresh reads every resource back from the cluster into the state.
@@ -129,14 +162,24 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	// Only Up creates a missing stack, and only Up tags it: a CI preview must not make a stack
 	// look CLI-managed before the operator's first up, nor exist at all. A preview of a stack
 	// that does not exist runs on a scratch workspace and backend (never cached in the slot).
-	create := op == OpUp
+	// A preview that saves a plan runs on the real stack and claims it like an Up (plans.go).
+	planning := op == OpPreview && req.SavePlan
+	if req.Plan != nil {
+		if op != OpUp || req.Plan.Stack != req.Stack {
+			return nil, opErr(op, req.Stack, ErrFailed, "a saved plan of %s can only be applied by an up of that stack", req.Plan.Stack)
+		}
+	}
+	create := op == OpUp || (planning && !e.opts.ReadOnly)
 	by, tags, admit := req.ManagedBy, req.Tags, req.Admit
-	if op != OpUp {
+	if !create {
 		by, tags, admit = "", nil, nil
 	}
 	scratched := false
 	open := func() (*stackWorkspace, error) {
 		sw, err := e.open(ctx, op, s, req.Stack, create, by, tags, admit)
+		if planning && isNotFound(err) {
+			return nil, opErr(op, req.Stack, ErrReadOnly, "saving a plan of a stack that does not exist creates its (empty) record; this engine is read-only")
+		}
 		if op != OpPreview || !isNotFound(err) {
 			return sw, err
 		}
@@ -175,7 +218,20 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	} else if err := e.recover(ctx, op, sw, req, info, col, rec); err != nil {
 		return nil, err
 	}
-	if err := e.prepare(ctx, op, sw, req, program.WithCredentials(prog, info.credentials, req.Rotate, func(v string) { red.add(v) })); err != nil {
+	creds, rotate := info.credentials, req.Rotate
+	if req.Plan != nil {
+		planned, err := e.openCredentials(req.Plan)
+		if err != nil {
+			return nil, opErr(op, req.Stack, ErrPlanMismatch, "%v", err)
+		}
+		creds, rotate = maps.Clone(creds), nil
+		maps.Copy(creds, planned)
+	}
+	var record func(name, value string)
+	if req.generated != nil {
+		record = req.generated.record
+	}
+	if err := e.prepare(ctx, op, sw, req, program.WithCredentialsRecorded(prog, creds, rotate, func(v string) { red.add(v) }, record)); err != nil {
 		return nil, err
 	}
 	col.deliver(Event{Kind: EventStart, Message: fmt.Sprintf("%s %s", op, req.Stack), Resources: info.resources})

@@ -103,6 +103,8 @@ type Result struct {
 	Recovery *Recovery `json:"recovery,omitempty"`
 	// Warnings are the warning diagnostics of the run, redacted.
 	Warnings []string `json:"warnings,omitempty"`
+	// Plan is the saved plan of a Preview with SavePlan.
+	Plan *Plan `json:"-"`
 }
 
 // Recovery reports repairs of an interrupted earlier run.

@@ -63,12 +63,15 @@ type binding struct {
 	rotate map[string]bool
 	used   map[string]pulumi.StringOutput
 	reveal func(string) // told every value the run uses; nil under mocks
+	// generated is told the values this run created (new or rotated); nil unless the engine
+	// asked (a preview that saves a plan carries them to the Up that applies it).
+	generated func(name, value string)
 }
 
 var bindings sync.Map // *pulumi.Context -> *binding
 
-func bindCredentials(ctx *pulumi.Context, prev map[string]string, rotate []string, reveal func(string)) {
-	b := &binding{prev: prev, rotate: map[string]bool{}, used: map[string]pulumi.StringOutput{}, reveal: reveal}
+func bindCredentials(ctx *pulumi.Context, prev map[string]string, rotate []string, reveal func(string), generated func(name, value string)) {
+	b := &binding{prev: prev, rotate: map[string]bool{}, used: map[string]pulumi.StringOutput{}, reveal: reveal, generated: generated}
 	for _, r := range rotate {
 		b.rotate[r] = true
 	}
@@ -103,6 +106,9 @@ func Credential(ctx *pulumi.Context, name string, opts ...CredentialOption) (pul
 		var err error
 		if value, err = randomString(spec.length, spec.alphabet); err != nil {
 			return pulumi.StringOutput{}, fmt.Errorf("credential %q: %w", name, err)
+		}
+		if b.generated != nil {
+			b.generated(name, value)
 		}
 	}
 	if b.reveal != nil {
@@ -139,8 +145,14 @@ func randomString(n int, alphabet string) (string, error) {
 // fn: Credential returns them instead of generating new values, except the names in rotate.
 // reveal, when set, is told every value the run uses, so the caller can scrub it from logs.
 func WithCredentials(fn pulumi.RunFunc, prev map[string]string, rotate []string, reveal func(string)) pulumi.RunFunc {
+	return WithCredentialsRecorded(fn, prev, rotate, reveal, nil)
+}
+
+// WithCredentialsRecorded is WithCredentials that also tells generated (when set) each value
+// the run created, by name.
+func WithCredentialsRecorded(fn pulumi.RunFunc, prev map[string]string, rotate []string, reveal func(string), generated func(name, value string)) pulumi.RunFunc {
 	return func(ctx *pulumi.Context) error {
-		bindCredentials(ctx, prev, rotate, reveal)
+		bindCredentials(ctx, prev, rotate, reveal, generated)
 		defer unbindCredentials(ctx)
 		return fn(ctx)
 	}
