@@ -265,6 +265,10 @@ type StackStatus struct {
 	// LastDriftCheck is when the last drift check (refresh + preview) finished.
 	// +optional
 	LastDriftCheck *metav1.Time `json:"lastDriftCheck,omitempty"`
+
+	// PendingPlan is the saved plan waiting for approval (spec.approval), if any.
+	// +optional
+	PendingPlan *PendingPlan `json:"pendingPlan,omitempty"`
 }
 
 // DriftDetectionSpec configures the periodic drift check the operator runs on a Ready object: a
@@ -289,6 +293,60 @@ type DriftDetectionSpec struct {
 	// Off by default: drift is only reported.
 	// +optional
 	AutoRemediate bool `json:"autoRemediate,omitempty"`
+}
+
+// ApprovalMode says which changes wait for a person to approve their saved plan.
+// +kubebuilder:validation:Enum=Auto;Manual;OnDataLoss
+type ApprovalMode string
+
+const (
+	// ApprovalAuto applies every change as it comes (the behaviour before approvals).
+	ApprovalAuto ApprovalMode = "Auto"
+	// ApprovalManual waits for approval of every change, the first up included.
+	ApprovalManual ApprovalMode = "Manual"
+	// ApprovalOnDataLoss waits only for a change that would replace or delete stateful data
+	// (a PostgreSQL, TimescaleDB or MinIO instance, a PVC, the tenant namespace); every other
+	// change applies as it comes. The default.
+	ApprovalOnDataLoss ApprovalMode = "OnDataLoss"
+)
+
+// ApprovalSpec configures the approval gate: the operator previews with a saved plan, reports it
+// in status.pendingPlan and applies exactly that plan once the tfrs.io/approve annotation names
+// its id.
+type ApprovalSpec struct {
+	// Mode is Auto, Manual or OnDataLoss (the default).
+	// +kubebuilder:default=OnDataLoss
+	// +optional
+	Mode ApprovalMode `json:"mode,omitempty"`
+}
+
+// Effective is the mode, with the default for an unset one.
+func (a ApprovalSpec) Effective() ApprovalMode {
+	if a.Mode == "" {
+		return ApprovalOnDataLoss
+	}
+	return a.Mode
+}
+
+// PendingPlan is a saved plan waiting for approval.
+type PendingPlan struct {
+	// ID of the plan; approve it with `kubectl annotate <kind> <name> tfrs.io/approve=<id>`.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	ID string `json:"id"`
+	// Generation is the metadata.generation the plan was taken for.
+	Generation int64 `json:"generation"`
+	// Reason the plan waits: "Manual" (every change waits) or "DataLoss".
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason"`
+	// Changes counts the planned steps by kind (create, update, replace, delete).
+	// +optional
+	Changes map[string]int32 `json:"changes,omitempty"`
+	// DataLoss lists the resources whose data the plan would destroy ("<op> <type> <name>").
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	DataLoss []string `json:"dataLoss,omitempty"`
+	// CreatedAt is when the plan was saved.
+	CreatedAt metav1.Time `json:"createdAt"`
 }
 
 // MinDriftInterval is the shortest drift check interval besides 0 (off): each check is a
@@ -321,6 +379,9 @@ const (
 	// ConditionDrifted is True when the last drift check found resources that differ from
 	// what the spec makes; its message lists them (types and names, never values).
 	ConditionDrifted = "Drifted"
+	// ConditionApproved is False while a saved plan waits for approval (status.pendingPlan),
+	// True once the approved plan was applied.
+	ConditionApproved = "Approved"
 )
 
 // Condition reasons.
@@ -341,6 +402,12 @@ const (
 	ReasonDriftDetected    = "DriftDetected"
 	ReasonNoDrift          = "NoDrift"
 	ReasonDriftCheckFailed = "DriftCheckFailed"
+	// Reasons of the Approved condition.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	ReasonPlanApplied      = "PlanApplied"
+	// ReasonPlanStale: the approved plan no longer matched (spec, parent outputs or the
+	// cluster changed); it was discarded and a new one proposed.
+	ReasonPlanStale = "PlanStale"
 )
 
 // Annotations the operator reads.
@@ -354,6 +421,9 @@ const (
 	// "forget" drops it from the stack and leaves it unmanaged. The operator removes the
 	// annotation once the decision was applied.
 	AnnotationPendingDecision = "tfrs.io/pending-decision"
+	// AnnotationApprove approves the saved plan whose id it holds (status.pendingPlan.id): the
+	// operator applies exactly that plan. Another id changes nothing (an Event says so).
+	AnnotationApprove = "tfrs.io/approve"
 )
 
 // Pending decisions (values of AnnotationPendingDecision).

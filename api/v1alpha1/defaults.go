@@ -103,6 +103,7 @@ func (x *TFRCluster) Default() {
 		c.Default()
 	}
 	s.DriftDetection.Default()
+	s.Approval.Default()
 	s.Personal.Default()
 }
 
@@ -160,6 +161,7 @@ func (x *TFRTenant) Default() {
 	s.TFRSUtils.AppSpec.Default()
 	setDefault(&s.TFRSUtils.Image, DefaultTFRSUtilsImage)
 	s.DriftDetection.Default()
+	s.Approval.Default()
 }
 
 // Default sets the defaults the CRD schema sets.
@@ -171,6 +173,7 @@ func (x *TFRServer) Default() {
 	setDefaultPtr(&s.InitJobs.MinIOInit, true)
 	setDefaultPtr(&s.InitJobs.GrafanaSA, true)
 	s.DriftDetection.Default()
+	s.Approval.Default()
 }
 
 // Default turns the drift check on, every DefaultDriftInterval.
@@ -178,6 +181,9 @@ func (d *DriftDetectionSpec) Default() {
 	setDefaultPtr(&d.Enabled, true)
 	setDefaultPtr(&d.Interval, metav1.Duration{Duration: DefaultDriftInterval})
 }
+
+// Default sets the approval mode (OnDataLoss).
+func (a *ApprovalSpec) Default() { setDefault(&a.Mode, ApprovalOnDataLoss) }
 
 // Default turns the component on unless it was switched off.
 func (t *Toggle) Default() { setDefaultPtr(&t.Enabled, true) }

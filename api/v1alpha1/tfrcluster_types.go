@@ -252,6 +252,12 @@ type TFRClusterSpec struct {
 	// +optional
 	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
 
+	// Approval says which changes wait for approval of their saved plan (Auto, Manual or
+	// OnDataLoss, the default).
+	// +kubebuilder:default={}
+	// +optional
+	Approval ApprovalSpec `json:"approval,omitempty"`
+
 	// ReservedNamespaces are namespaces no tenant of this cluster may target, on top of the
 	// built-in ones (kube-*, default, the namespaces the cluster stack installs into and
 	// tfrs-system): e.g. the namespaces of other teams or of cluster add-ons.

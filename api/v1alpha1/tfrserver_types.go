@@ -112,6 +112,12 @@ type TFRServerSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
+
+	// Approval says which changes wait for approval of their saved plan (Auto, Manual or
+	// OnDataLoss, the default).
+	// +kubebuilder:default={}
+	// +optional
+	Approval ApprovalSpec `json:"approval,omitempty"`
 }
 
 // TFRServerStatus is the observed state of a TFRServer.

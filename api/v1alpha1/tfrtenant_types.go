@@ -473,6 +473,12 @@ type TFRTenantSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
+
+	// Approval says which changes wait for approval of their saved plan (Auto, Manual or
+	// OnDataLoss, the default).
+	// +kubebuilder:default={}
+	// +optional
+	Approval ApprovalSpec `json:"approval,omitempty"`
 }
 
 // TFRTenantStatus is the observed state of a TFRTenant.
