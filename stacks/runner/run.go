@@ -108,6 +108,13 @@ type Op struct {
 	// Rotate and Decisions pass through to the engine (see engine.Request).
 	Rotate    []string
 	Decisions map[string]engine.Decision
+	// SavePlans makes a Preview save each stack's update plan (StackResult.Result.Plan; see
+	// plans.go).
+	SavePlans bool
+	// Plans, by stack, makes an Up apply exactly these saved plans. A stack the up reaches
+	// without a plan here is refused (engine.ErrPlanMismatch), as is a plan taken for another
+	// spec, before anything runs.
+	Plans map[string]*engine.Plan
 }
 
 // StackResult is one stack's part of an operation.
@@ -213,6 +220,17 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 	if kind != engine.OpUp {
 		by = "" // only Up mutates: a preview through any door is fine, on the object's own stack
 	}
+	var digest string
+	if (kind == engine.OpPreview && op.SavePlans) || (kind == engine.OpUp && op.Plans != nil) {
+		if digest, err = SpecDigest(obj); err != nil {
+			return nil, err
+		}
+		if kind == engine.OpUp {
+			if err := checkPlans(op.Plans, digest); err != nil {
+				return nil, err
+			}
+		}
+	}
 	go func() { door <- r.checkStack(ctx, t, by, true) }()
 	doorErr := sync.OnceValue(func() error { return <-door })
 	out := &Outcome{Target: t}
@@ -237,6 +255,14 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 		}
 		if stack == t.Stack {
 			req.Admit = admission(t, op.Door, true)
+		}
+		switch {
+		case kind == engine.OpPreview && op.SavePlans:
+			req.SavePlan, req.PlanMeta = true, map[string]string{PlanMetaSpec: digest}
+		case kind == engine.OpUp && op.Plans != nil:
+			if req.Plan = op.Plans[stack]; req.Plan == nil {
+				return &PlanMismatchError{Stack: stack, Reason: "the up reached a stack the saved plans do not cover"}
+			}
 		}
 		var res *engine.Result
 		if kind == engine.OpUp {
