@@ -67,6 +67,8 @@ type Object interface {
 	// DataDeletionPolicy says what happens to the object's stateful data when it goes; ""
 	// when the object owns none of its own.
 	DataDeletionPolicy() DeletionPolicy
+	// Approval is the mode of the approval gate (spec.approval), defaults applied.
+	Approval() ApprovalMode
 
 	// GetSpec returns a pointer to the spec (*TFRClusterSpec …), for code that encodes and
 	// decodes documents of any kind.
@@ -163,6 +165,9 @@ func (x *TFRCluster) VisitSecrets(fn func(p *field.Path, v string) string) {
 // DataDeletionPolicy is "": a cluster holds no stateful data of its own.
 func (*TFRCluster) DataDeletionPolicy() DeletionPolicy { return "" }
 
+// Approval is the approval gate's mode (spec.approval, default OnDataLoss).
+func (x *TFRCluster) Approval() ApprovalMode { return x.Spec.Approval.Effective() }
+
 // GetSpec returns &x.Spec.
 func (x *TFRCluster) GetSpec() any { return &x.Spec }
 
@@ -222,6 +227,9 @@ func (*TFRTenant) VisitSecrets(func(*field.Path, string) string) {}
 // DataDeletionPolicy is spec.deletionPolicy (PostgreSQL, MinIO, PVCs).
 func (x *TFRTenant) DataDeletionPolicy() DeletionPolicy { return x.Spec.DeletionPolicy }
 
+// Approval is the approval gate's mode (spec.approval, default OnDataLoss).
+func (x *TFRTenant) Approval() ApprovalMode { return x.Spec.Approval.Effective() }
+
 // GetSpec returns &x.Spec.
 func (x *TFRTenant) GetSpec() any { return &x.Spec }
 
@@ -275,6 +283,9 @@ func (x *TFRServer) VisitSecrets(fn func(p *field.Path, v string) string) {
 
 // DataDeletionPolicy is "": a server's data lives in its tenant's stores.
 func (*TFRServer) DataDeletionPolicy() DeletionPolicy { return "" }
+
+// Approval is the approval gate's mode (spec.approval, default OnDataLoss).
+func (x *TFRServer) Approval() ApprovalMode { return x.Spec.Approval.Effective() }
 
 // GetSpec returns &x.Spec.
 func (x *TFRServer) GetSpec() any { return &x.Spec }
