@@ -159,6 +159,9 @@ func (x *TFRTenant) Default() {
 	setDefault(&s.TFRobotFront.Image, DefaultTFRobotFrontImage)
 	s.TFRSUtils.AppSpec.Default()
 	setDefault(&s.TFRSUtils.Image, DefaultTFRSUtilsImage)
+	if s.ExportOutputs != nil {
+		s.ExportOutputs.Default()
+	}
 	s.DriftDetection.Default()
 }
 
