@@ -57,8 +57,8 @@ func TestTenantExportOutputsSecret(t *testing.T) {
 		"app": "legacy", "example.com/team": "data",
 		"app.kubernetes.io/name": "exported-outputs", "app.kubernetes.io/part-of": "tfrs",
 	})
-	if !reg.Retain {
-		t.Error("under the default Retain policy the Secret must be retained on destroy")
+	if !reg.Retain || dig(t, meta, "annotations", "pulumi.com/patchForce") != "true" {
+		t.Error("under the default Retain policy the Secret must be retained on destroy, and its replacement forced over the retained copy")
 	}
 
 	// Every field of every installed component, under the template's key, and nothing else.
@@ -138,8 +138,8 @@ func TestTenantExportOutputsOnlyInstalledComponents(t *testing.T) {
 	}))
 	r := runTenant(t, TenantInput{Tenant: tt, Cluster: testTenantCluster}, enterpriseStack, nil)
 	reg, data := exportedSecret(t, r)
-	if reg.Retain {
-		t.Error("under Delete the Secret goes with the stack")
+	if reg.Retain || plainInputs(reg.Inputs)["metadata"].(map[string]any)["annotations"] != nil {
+		t.Error("under Delete the Secret goes with the stack and is replaced without force")
 	}
 	for k := range data {
 		if strings.HasPrefix(k, v1alpha1.ExportTimescaleDB) {

@@ -63,7 +63,7 @@ func NewExportedOutputs(ctx *pulumi.Context, name string, args *ExportedOutputsA
 		data[k] = pulumi.ToSecret(v).(pulumi.StringOutput)
 	}
 	secret, err := corev1.NewSecret(ctx, name+"-secret", &corev1.SecretArgs{
-		Metadata:   meta(args.SecretName, args.Namespace, labels),
+		Metadata:   retainedSecret(meta(args.SecretName, args.Namespace, labels), args.Retain),
 		Type:       pulumi.String("Opaque"),
 		StringData: data,
 	}, retain(args.Retain, pulumi.Parent(c))...)
