@@ -237,6 +237,9 @@ func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {
 		return nil, err
 	}
 	p.jaeger, p.grafana = jaeger[0], grafana[0]
+	if err := exportSecretNameErrors(t, c); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -16,7 +16,7 @@ import (
 func registerTenant(ctx *pulumi.Context, t *v1alpha1.TFRTenant, p *tenantPlan, g *Graph) (pulumi.Map, error) {
 	r := &tenantRegistrar{ctx: ctx, t: t, spec: &t.Spec, p: p, pull: p.pullSecretName()}
 	r.out = newExports((&TenantOutputs{Namespace: p.namespace, TenantType: string(t.Spec.Type), JobType: t.Spec.JobType}).fields())
-	b := newGraphBuilder(g, tenantDependsOn)
+	b := newGraphBuilder(g, tenantGraphDeps(&t.Spec))
 	b.addExternal(tenantExternal)
 	if err := b.register(r.steps()); err != nil {
 		return nil, err
@@ -37,6 +37,10 @@ type tenantRegistrar struct {
 	// Set by their steps for the ones after (the dependsOn table orders them).
 	ns     pulumi.StringOutput // the namespace's name
 	pg     *tenant.PostgreSQL
+	redis  *tenant.Redis
+	minio  *tenant.MinIO
+	mq     *tenant.RabbitMQ
+	tsdb   *tenant.TimescaleDB // nil when switched off
 	jaeger *tenant.Jaeger
 	prom   *tenant.Prometheus
 }
@@ -45,13 +49,19 @@ type tenantRegistrar struct {
 // reads only the spec, never the plan: a personal member lists their ids without one.
 func (r *tenantRegistrar) steps() []step {
 	s := &r.t.Spec
-	return []step{
+	steps := []step{
 		{TenantNamespace, tenant.NamespaceType, "", r.addNamespace},
 		{TenantPostgreSQL, tenant.PostgreSQLType, "", r.addPostgreSQL},
 		{TenantRedis, tenant.RedisType, "", r.addRedis},
 		{TenantMinIO, tenant.MinIOType, "", r.addMinIO},
 		{TenantRabbitMQ, tenant.RabbitMQType, "", r.addRabbitMQ},
 		{TenantTimescaleDB, tenant.TimescaleDBType, unlessEnabled(s.TimescaleDB.IsEnabled()), r.addTimescaleDB},
+	}
+	if s.ExportOutputs != nil {
+		// Only listed when asked for: it is no component a tenant has switched off.
+		steps = append(steps, step{TenantExportOutputs, tenant.ExportedOutputsType, "", r.addExportOutputs})
+	}
+	return append(steps, []step{
 		{TenantJaeger, tenant.JaegerType, unlessEnabled(s.Jaeger.IsEnabled()), r.addJaeger},
 		{TenantOtelCollector, tenant.OtelCollectorType, unlessEnabled(s.OtelCollector.IsEnabled()), r.addOtelCollector},
 		{TenantPrometheus, tenant.PrometheusType, unlessEnabled(s.Prometheus.IsEnabled()), r.addPrometheus},
@@ -60,7 +70,7 @@ func (r *tenantRegistrar) steps() []step {
 		{TenantSharedCache, tenant.SharedCacheType, unlessEnabled(s.SharedCache.IsEnabled()), r.addSharedCache},
 		{TenantTFRobotFront, tenant.TFRobotFrontType, unlessEnabled(s.TFRobotFront.IsEnabled()), r.addTFRobotFront},
 		{TenantTFRSUtils, tenant.TFRSUtilsType, unlessEnabled(s.TFRSUtils.IsEnabled()), r.addTFRSUtils},
-	}
+	}...)
 }
 
 func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
@@ -130,6 +140,7 @@ func (r *tenantRegistrar) addRedis(o ...pulumi.ResourceOption) (pulumi.Resource,
 	if err != nil {
 		return nil, err
 	}
+	r.redis = c
 	r.out.set(TenantOutputRedisHost, c.Host)
 	r.out.set(TenantOutputRedisPort, c.Port)
 	r.out.set(TenantOutputRedisPassword, c.Password)
@@ -152,6 +163,7 @@ func (r *tenantRegistrar) addMinIO(o ...pulumi.ResourceOption) (pulumi.Resource,
 	if err != nil {
 		return nil, err
 	}
+	r.minio = c
 	r.out.set(TenantOutputMinIOHost, c.Host)
 	r.out.set(TenantOutputMinIOPort, c.Port)
 	r.out.set(TenantOutputMinIOAccessKey, c.AccessKey)
@@ -191,6 +203,7 @@ func (r *tenantRegistrar) addRabbitMQ(o ...pulumi.ResourceOption) (pulumi.Resour
 	if err != nil {
 		return nil, err
 	}
+	r.mq = c
 	r.out.set(TenantOutputRabbitMQHost, c.Host)
 	r.out.set(TenantOutputRabbitMQPort, c.Port)
 	r.out.set(TenantOutputRabbitMQUser, c.User)
@@ -214,6 +227,7 @@ func (r *tenantRegistrar) addTimescaleDB(o ...pulumi.ResourceOption) (pulumi.Res
 	if err != nil {
 		return nil, err
 	}
+	r.tsdb = c
 	r.out.set(TenantOutputTimescaleHost, c.Host)
 	r.out.set(TenantOutputTimescalePort, c.Port)
 	r.out.set(TenantOutputTimescaleDatabase, c.Database)

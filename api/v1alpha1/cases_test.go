@@ -221,6 +221,49 @@ func validationCases() []validationCase {
 		{name: "tenant/drift-every-10m-remediate", obj: newTenant(func(t *TFRTenant) {
 			t.Spec.DriftDetection = DriftDetectionSpec{Interval: &metav1.Duration{Duration: 10 * time.Minute}, AutoRemediate: true}
 		})},
+		{name: "tenant/export-outputs", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "acme-middleware", Labels: map[string]LabelValue{"app": "legacy", "example.com/team": "data"}, KeyTemplate: "TFRS_{COMPONENT}_{FIELD}"}
+		})},
+		{name: "tenant/export-outputs-default-template", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "acme-middleware"}
+		})},
+		{name: "tenant/export-outputs-missing-secret-name", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{}
+		}), fields: []string{"spec.exportOutputs.secretName"}},
+		{name: "tenant/export-outputs-bad-secret-name", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "Acme_Middleware"}
+		}), fields: []string{"spec.exportOutputs.secretName"}},
+		{name: "tenant/export-outputs-personal", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.Type, t.Spec.JobType = TenantPersonal, "translate"
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "shared-middleware"}
+		}), fields: []string{"spec.exportOutputs"}, detail: "enterprise tenants"},
+		{name: "tenant/export-outputs-reserved-label", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", Labels: map[string]LabelValue{"tfrs.io/tenant": "other"}}
+		}), fields: []string{"spec.exportOutputs.labels"}, detail: "reserved"},
+		{name: "tenant/export-outputs-reserved-label-subdomain", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", Labels: map[string]LabelValue{"app.kubernetes.io/managed-by": "me"}}
+		}), fields: []string{"spec.exportOutputs.labels"}, detail: "app.kubernetes.io/managed-by"},
+		{name: "tenant/export-outputs-bad-label-key", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", Labels: map[string]LabelValue{"bad key": "x"}}
+		}), fields: []string{"spec.exportOutputs.labels"}, detail: "qualified names"},
+		{name: "tenant/export-outputs-bad-label-value", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", Labels: map[string]LabelValue{"app": "-legacy"}}
+		}), fields: []string{"spec.exportOutputs.labels"}, detail: "label values"},
+		{name: "tenant/export-outputs-template-bad-chars", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", KeyTemplate: "{component}/{field}"}
+		}), fields: []string{"spec.exportOutputs.keyTemplate"}},
+		{name: "tenant/export-outputs-template-unknown-placeholder", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", KeyTemplate: "{component}_{key}"}
+		}), fields: []string{"spec.exportOutputs.keyTemplate"}},
+		{name: "tenant/export-outputs-template-without-field", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", KeyTemplate: "{component}"}
+		}), fields: []string{"spec.exportOutputs.keyTemplate"}, detail: "collide"},
+		{name: "tenant/export-outputs-template-without-component", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", KeyTemplate: "DB_{FIELD}"}
+		}), fields: []string{"spec.exportOutputs.keyTemplate"}, detail: "collide"},
+		{name: "tenant/export-outputs-template-too-long", obj: newTenant(func(t *TFRTenant) {
+			t.Spec.ExportOutputs = &ExportOutputsSpec{SecretName: "m", KeyTemplate: strings.Repeat("x", 120) + "{component}{field}"}
+		}), fields: []string{"spec.exportOutputs.keyTemplate"}},
 		{name: "tenant/front-too-many-replicas", obj: newTenant(func(t *TFRTenant) { t.Spec.TFRobotFront.Replicas = ptr.To[int32](101) }), fields: []string{"spec.tfrobotFront.replicas"}},
 
 		// TFRServer

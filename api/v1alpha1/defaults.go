@@ -160,6 +160,9 @@ func (x *TFRTenant) Default() {
 	setDefault(&s.TFRobotFront.Image, DefaultTFRobotFrontImage)
 	s.TFRSUtils.AppSpec.Default()
 	setDefault(&s.TFRSUtils.Image, DefaultTFRSUtilsImage)
+	if s.ExportOutputs != nil {
+		s.ExportOutputs.Default()
+	}
 	s.DriftDetection.Default()
 	s.Approval.Default()
 }

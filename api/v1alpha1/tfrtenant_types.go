@@ -431,6 +431,7 @@ type TenantMiddleware struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'personal' || has(self.jobType)",message="jobType is required when type is personal",fieldPath=".jobType"
 // +kubebuilder:validation:XValidation:rule="self.type == 'personal' || !has(self.jobType)",message="jobType is only valid when type is personal",fieldPath=".jobType"
 // +kubebuilder:validation:XValidation:rule="has(self.namespace) == has(oldSelf.namespace)",message="namespace cannot be added or removed after creation",fieldPath=".namespace"
+// +kubebuilder:validation:XValidation:rule="self.type != 'personal' || !has(self.exportOutputs)",message="exportOutputs is only valid for enterprise tenants: a personal tenant's middleware is shared by its job type",fieldPath=".exportOutputs"
 type TFRTenantSpec struct {
 	// ClusterRef is the name of the TFRCluster the tenant runs on.
 	// +kubebuilder:validation:Required
@@ -468,6 +469,12 @@ type TFRTenantSpec struct {
 	// tenant may not set it: its job type's shared middleware takes its settings from the
 	// cluster's spec.personal (see personal_rules.go).
 	TenantMiddleware `json:",inline"`
+
+	// ExportOutputs writes the connection info of the tenant's middleware into a Secret of
+	// its namespace, for applications that are not TFRServers (see ExportOutputsSpec).
+	// Enterprise tenants only.
+	// +optional
+	ExportOutputs *ExportOutputsSpec `json:"exportOutputs,omitempty"`
 
 	// DriftDetection configures the periodic drift check (refresh + preview).
 	// +kubebuilder:default={}

@@ -281,7 +281,8 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	errs = append(errs, validateWorkload(up, &s.TFRSUtils.WorkloadSpec)...)
 	errs = append(errs, image(up.Child("image"), s.TFRSUtils.Image, optional)...)
 	errs = append(errs, validateDriftDetection(p.Child("driftDetection"), &s.DriftDetection)...)
-	errs = append(errs, personalMiddlewareErrors(t)...) // personal_rules.go
+	errs = append(errs, personalMiddlewareErrors(t)...)                        // personal_rules.go
+	errs = append(errs, validateExportOutputs(p.Child("exportOutputs"), t)...) // export_outputs.go
 	return errs
 }
 

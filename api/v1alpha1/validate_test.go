@@ -193,3 +193,29 @@ type defaulted interface {
 	validated
 	Default()
 }
+
+func TestExportKeys(t *testing.T) {
+	for _, tc := range []struct{ template, want string }{
+		{DefaultKeyTemplate, "postgresql_password"},
+		{"TFRS_{COMPONENT}_{FIELD}", "TFRS_POSTGRESQL_PASSWORD"},
+		{"{field}.{component}", "password.postgresql"},
+	} {
+		if got := ExportKey(tc.template, ExportPostgreSQL, ExportPassword); got != tc.want {
+			t.Errorf("ExportKey(%q) = %q, want %q", tc.template, got, tc.want)
+		}
+	}
+	// Every key of every component is distinct and a Secret key under the default template.
+	seen := map[string]bool{}
+	for _, c := range ExportedFields() {
+		for _, f := range c.Fields {
+			k := ExportKey(DefaultKeyTemplate, c.Component, f)
+			if seen[k] || !reSecretKey.MatchString(k) {
+				t.Errorf("key %q repeated or not a Secret key", k)
+			}
+			seen[k] = true
+		}
+	}
+	if len(seen) < 25 {
+		t.Errorf("only %d keys exported", len(seen))
+	}
+}

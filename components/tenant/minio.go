@@ -82,7 +82,7 @@ func NewMinIO(ctx *pulumi.Context, name string, args *MinIOArgs, opts ...pulumi.
 		return ConfigEnv(v[0].(string), v[1].(string))
 	}).(pulumi.StringOutput)
 	config, err := corev1.NewSecret(ctx, name+"-configuration", &corev1.SecretArgs{
-		Metadata:   meta(MinIOConfigSecret, args.Namespace, appLabels(MinIOTenant)),
+		Metadata:   retainedSecret(meta(MinIOConfigSecret, args.Namespace, appLabels(MinIOTenant)), args.Retain),
 		StringData: pulumi.StringMap{"config.env": env},
 	}, retain(args.Retain, pulumi.Parent(c))...)
 	if err != nil {

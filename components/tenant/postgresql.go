@@ -80,7 +80,7 @@ func NewPostgreSQL(ctx *pulumi.Context, name string, args *PostgreSQLArgs, opts 
 		return nil, err
 	}
 	secret, err := corev1.NewSecret(ctx, name+"-credentials", &corev1.SecretArgs{
-		Metadata: meta(args.CredentialsSecret, args.Namespace, appLabels(args.ClusterName)),
+		Metadata: retainedSecret(meta(args.CredentialsSecret, args.Namespace, appLabels(args.ClusterName)), args.Retain),
 		Type:     pulumi.String("kubernetes.io/basic-auth"),
 		StringData: pulumi.StringMap{
 			"username": user,

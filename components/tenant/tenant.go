@@ -180,6 +180,23 @@ func retain(r bool, opts ...pulumi.ResourceOption) []pulumi.ResourceOption {
 	return opts
 }
 
+// patchForce is the Kubernetes provider's annotation that forces a server-side apply through
+// field conflicts.
+const patchForce = "pulumi.com/patchForce"
+
+// retainedSecret marks the metadata of a Secret kept under the Retain policy so that its
+// replacement works. The provider replaces a Secret whose data changes (a password rotation).
+// A retained Secret's old copy is not deleted on replace, so the new copy is created over it
+// by server-side apply while the old copy's field manager (each copy has its own) still owns
+// the data: without force that create fails on a field conflict, and the rotation with it.
+// Both copies are this stack's own Secret, so taking the fields over is what is meant.
+func retainedSecret(m *metav1.ObjectMetaArgs, retained bool) *metav1.ObjectMetaArgs {
+	if retained {
+		m.Annotations = pulumi.StringMap{patchForce: pulumi.String("true")}
+	}
+	return m
+}
+
 // meta is the metadata of a namespaced object the component owns.
 func meta(name string, ns pulumi.StringInput, labels map[string]string) *metav1.ObjectMetaArgs {
 	m := &metav1.ObjectMetaArgs{Name: pulumi.String(name), Namespace: ns}
