@@ -37,6 +37,9 @@ type stackCmdFlags struct {
 	progress         bool
 	message          string
 	yes              bool
+	savePlan         string // preview: the directory the plans go to
+	planDir          string // up: the directory of the plans to apply
+	plans            map[string]*engine.Plan
 }
 
 func (f *stackCmdFlags) bind(cmd *cobra.Command, op engine.OpKind) {
@@ -49,6 +52,12 @@ func (f *stackCmdFlags) bind(cmd *cobra.Command, op engine.OpKind) {
 	fs.StringVar(&f.message, "message", "", "message recorded in the stack history (default: the command line)")
 	if op == engine.OpDestroy {
 		fs.BoolVar(&f.yes, "yes", false, "required: confirm the destroy")
+	}
+	if op == engine.OpPreview {
+		fs.StringVar(&f.savePlan, "save-plan", "", "also save each stack's update plan into this directory (<stack>.plan.json), for `tfrs up --plan` to apply exactly; a stack that does not exist yet gets its empty record")
+	}
+	if op == engine.OpUp {
+		fs.StringVar(&f.planDir, "plan", "", "apply exactly the plans `tfrs preview --save-plan` saved in this directory; an object without a plan, or whose spec or program now differs, fails without changes")
 	}
 	if op == engine.OpPreview {
 		fs.BoolVar(&f.stack.readOnly, "read-only", false, "never write the backend (no lock, no repair; new stacks are previewed on a throwaway state), so the backend credentials may be read-only: for pull requests")
@@ -139,6 +148,20 @@ func (f *stackCmdFlags) run(cmd *cobra.Command, a *app, op engine.OpKind) error 
 	if f.message == "" {
 		f.message = "tfrs " + strings.Join(a.args, " ")
 	}
+	if f.planDir != "" && f.failOnDataLoss {
+		return fmt.Errorf("%w: --plan applies a reviewed plan; --fail-on-data-loss belongs on the preview that saved it", errUsage)
+	}
+	if f.savePlan != "" {
+		if err := os.MkdirAll(f.savePlan, 0o700); err != nil {
+			return fmt.Errorf("--save-plan: %w", err)
+		}
+	}
+	if f.planDir != "" {
+		var err error
+		if f.plans, err = readPlans(f.planDir); err != nil {
+			return err
+		}
+	}
 	objs, err := f.inputs.load(cmd.InOrStdin(), op == engine.OpDestroy)
 	if err != nil {
 		return err
@@ -217,9 +240,14 @@ func (s *stackRun) run(ctx context.Context, objs []prepared) ([]*diff.Report, er
 		pending = map[string]bool{} // stacks of this run that a preview found changing
 	)
 	if s.op == engine.OpUp {
-		// Every object's stack admits it (door, identity, immutable fields) before any runs.
+		// Every object's stack admits it (door, identity, immutable fields) and every object
+		// passes the approval gate before any runs.
 		for _, p := range objs {
-			if err := s.runner.Admit(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI}); err != nil {
+			err := s.gate(p)
+			if err == nil {
+				err = s.runner.Admit(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI})
+			}
+			if err != nil {
 				err = fmt.Errorf("%s: %w", p.target, err)
 				return []*diff.Report{report(nil, p, s.op, err)}, err
 			}
@@ -255,8 +283,13 @@ func (s *stackRun) one(ctx context.Context, p prepared, pending map[string]bool)
 	)
 	switch s.op {
 	case engine.OpPreview:
+		op.SavePlans = s.flags.savePlan != ""
 		out, err = s.runner.Preview(ctx, p.obj, op)
+		if err == nil && op.SavePlans {
+			err = writePlans(s.flags.savePlan, out)
+		}
 	case engine.OpUp:
+		op.Plans = s.plansOf(p)
 		if s.flags.failOnDataLoss {
 			pre, perr := s.runner.Preview(ctx, p.obj, op)
 			if rep := report(pre, p, engine.OpPreview, perr); perr != nil || rep.HasDataLoss() {

@@ -139,12 +139,14 @@ func (e *Engine) newPlan(stack, file string, generated map[string]string, meta m
 	if err != nil {
 		return nil, fmt.Errorf("read the plan the CLI wrote: %w", err)
 	}
-	// Compact, so the bytes hashed are the bytes every encoding of the plan holds.
-	var compact bytes.Buffer
+	// Compacted and HTML-escaped, as encoding/json writes an embedded RawMessage: the bytes
+	// hashed are then the bytes every encoding of the plan holds.
+	var compact, escaped bytes.Buffer
 	if err := json.Compact(&compact, raw); err != nil {
 		return nil, fmt.Errorf("the plan the CLI wrote is not JSON: %w", err)
 	}
-	p := &Plan{Format: planFormat, Stack: stack, Created: time.Now().UTC().Truncate(time.Second), Meta: meta, Pulumi: compact.Bytes()}
+	json.HTMLEscape(&escaped, compact.Bytes())
+	p := &Plan{Format: planFormat, Stack: stack, Created: time.Now().UTC().Truncate(time.Second), Meta: meta, Pulumi: escaped.Bytes()}
 	if len(generated) > 0 {
 		if p.Salt, p.Credentials, err = e.sealCredentials(generated); err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // Saved plans through the runner: a Preview with Op.SavePlans saves one plan per stack it
@@ -60,4 +61,18 @@ func checkPlans(plans map[string]*engine.Plan, digest string) error {
 		}
 	}
 	return nil
+}
+
+// CheckPlans is the check an Up with Op.Plans runs first, for callers that apply several
+// objects and want every one checked before the first runs (the CLI's `up --plan`).
+func CheckPlans(obj v1alpha1.Object, plans map[string]*engine.Plan) error {
+	_, prepared, err := kinds.Prepare(obj)
+	if err != nil {
+		return err
+	}
+	digest, err := SpecDigest(prepared)
+	if err != nil {
+		return err
+	}
+	return checkPlans(plans, digest)
 }
