@@ -185,6 +185,23 @@ func (e *Engine) crypter(salt string) (config.Crypter, error) {
 	return ent.c, ent.err
 }
 
+// warmKey derives the stack's passphrase key ahead of its use (see Tags). Best effort: any
+// failure just leaves the derivation to the read that needs it.
+func (e *Engine) warmKey(stack string) {
+	if e.opts.passphrase == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	raw, _, err := e.readDeployment(ctx, stack)
+	if err != nil || raw == nil {
+		return
+	}
+	if typ, salt := secretsProviderOf(raw); typ == "passphrase" && salt != "" {
+		_, _ = e.crypter(salt)
+	}
+}
+
 // passphraseCrypter is the Pulumi passphrase provider's symmetricCrypterFromPhraseAndState
 // (pkg/secrets/passphrase, v3.274.1). A wrong passphrase is errNotInProcess, so the CLI reports
 // it in its own words.

@@ -476,12 +476,17 @@ func (e *Engine) inProcess(ctx context.Context, op OpKind, stack string, read fu
 	return true, nil
 }
 
-// Tags returns the stack's tags (in-process; else one CLI process).
+// Tags returns the stack's tags (in-process; else one CLI process). A door reads them right
+// before it runs the stack (the admission rules), so Tags also starts deriving the stack's
+// passphrase key in the background (warmKey): the operation's state read then finds it ready,
+// and the derivation overlaps the reads of the parents' outputs instead of following them.
 func (e *Engine) Tags(ctx context.Context, stack string) (map[string]string, error) {
 	var tags map[string]string
 	if done, err := e.inProcess(ctx, OpStatus, stack, func() error {
 		var err error
-		tags, err = e.stackTags(ctx, OpStatus, stack)
+		if tags, err = e.stackTags(ctx, OpStatus, stack); err == nil {
+			go e.warmKey(stack)
+		}
 		return err
 	}); done {
 		return tags, err
