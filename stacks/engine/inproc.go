@@ -60,29 +60,27 @@ func (e *Engine) stackExists(ctx context.Context, stack string) (bool, error) {
 }
 
 // checkpointKey finds the stack's checkpoint like the CLI's diy backend (stackPath): of the
-// plain and compressed names, the most recently written; "" when there is none. One listing.
+// plain and compressed names, the most recently written; "" when there is none. Three lookups
+// of exact keys, not a listing: a file backend lists a prefix by walking its whole directory,
+// which holds every stack, so a listing would make each operation cost more with more stacks.
 func (e *Engine) checkpointKey(ctx context.Context, stack string) (string, error) {
 	b, err := e.bucket(ctx)
 	if err != nil {
 		return "", errNotInProcess
 	}
-	base := stackObject(stack, ".json")
-	it := b.List(&blob.ListOptions{Prefix: base})
 	var best string
 	var bestMod time.Time
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
+	for _, suffix := range checkpointSuffixes {
+		key := stackObject(stack, suffix)
+		a, err := b.Attributes(ctx, key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			continue
 		}
 		if err != nil {
 			return "", err
 		}
-		if obj.IsDir || !slices.Contains(checkpointSuffixes, strings.TrimPrefix(obj.Key, stackObject(stack, ""))) {
-			continue // e.g. <stack>.json.bak, or another stack whose name extends this one
-		}
-		if best == "" || !obj.ModTime.Before(bestMod) {
-			best, bestMod = obj.Key, obj.ModTime
+		if best == "" || !a.ModTime.Before(bestMod) {
+			best, bestMod = key, a.ModTime
 		}
 	}
 	return best, nil
