@@ -87,7 +87,7 @@ func (b *bench) provision(ctx context.Context) error {
 		noops = append(noops, d)
 	}
 	b.report.ratio("1", fmt.Sprintf("enterprise tenant from nothing (%d objects), median of %d", objects, b.cfg.rounds),
-		"tfrs up", median(ups), "kubectl apply --server-side + waits", median(floors), 2.0)
+		"tfrs up", median(ups), "kubectl apply --server-side + waits", median(floors), 1.5)
 	b.report.ratio("2", fmt.Sprintf("unchanged tenant preview, median of %d", b.cfg.rounds),
 		"tfrs preview", median(previews), "kubectl diff --server-side", median(diffs), 2.0)
 	b.report.ratio("2b", fmt.Sprintf("no-op up of the same tenant against its unchanged preview, median of %d", b.cfg.rounds),
