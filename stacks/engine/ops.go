@@ -338,14 +338,7 @@ func (e *Engine) Outputs(ctx context.Context, stack string) (program.Outputs, er
 		if err != nil {
 			return err
 		}
-		out = convertOutputs(m)
-		for _, k := range out.Keys() {
-			if out[k].Secret {
-				if s, ok := out[k].Reveal().(string); ok {
-					e.red.add(s)
-				}
-			}
-		}
+		keep(m)
 		return nil
 	})
 	return out, err
