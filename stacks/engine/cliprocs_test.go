@@ -14,6 +14,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -131,11 +132,13 @@ func fakeStatusEngine(t *testing.T, env map[string]string) *Engine {
 esac
 `)
 	provider := writeScript(t, filepath.Join(dir, "pulumi-resource-kubernetes"), "exit 1\n")
-	return newEngine(t, Options{PulumiPath: bin, ProviderPath: provider, Env: env})
+	// A backend the engine does not open itself (gs://), so Status takes its CLI path.
+	return newEngine(t, Options{PulumiPath: bin, ProviderPath: provider, Env: env, BackendURL: "gs://tfrs-fake-bucket"})
 }
 
-// TestStatusReadsInParallel: tags and history are two processes run side by side, and the
-// errors are what they were when they ran one after the other.
+// TestStatusReadsInParallel: on a backend the engine cannot read in-process, tags and history
+// are two processes run side by side, and the errors are what they were when they ran one
+// after the other.
 func TestStatusReadsInParallel(t *testing.T) {
 	ctx := context.Background()
 	e := fakeStatusEngine(t, nil)
@@ -254,7 +257,7 @@ func richOutputsProgram(version string) pulumi.RunFunc {
 }
 
 // TestOutputsOneProcess: Outputs (and the outputs of Up) are exactly what auto's two-process
-// StackOutputs gives, from one CLI process.
+// StackOutputs gives, read in-process from the checkpoint (no CLI process).
 func TestOutputsOneProcess(t *testing.T) {
 	e := newEngine(t, Options{})
 	const stack = "cluster.outputs"
@@ -264,7 +267,7 @@ func TestOutputsOneProcess(t *testing.T) {
 	before := e.Stats().CLICalls
 	outs, err := e.Outputs(tctx(t, time.Minute), stack)
 	require.NoError(t, err)
-	assert.EqualValues(t, 1, e.Stats().CLICalls-before, "one CLI process")
+	assert.EqualValues(t, 0, e.Stats().CLICalls-before, "read in-process: no CLI process")
 
 	ws, err := e.reader(context.Background())
 	require.NoError(t, err)
@@ -324,72 +327,145 @@ func countCmd(cmds []string, sub string) int {
 	return n
 }
 
-// TestCLIProcessBudget pins the processes of the common operations. Before this budget: engine
-// start 1, Up of a new stack 8, Outputs 2, Status 2 (one after the other).
+// secretConfigProgram exports its secret config value (as a secret) and a credential-like
+// value derived from it, so a test can check what the program received.
+func secretConfigProgram(ctx *pulumi.Context) error {
+	c := config.New(ctx, ProjectName)
+	ctx.Export("token", c.RequireSecret("token"))
+	ctx.Export("plain", pulumi.String(c.Require("plain")))
+	return nil
+}
+
+// TestCLIProcessBudget pins the processes of the common operations: an operation is the
+// operation's own process and at most one more (issue 21). Before this budget: engine start 1,
+// Up of a new stack 8, Outputs 2, Status 2 (one after the other); before the in-process state
+// reads: Up of a new stack 6 (select, init, tag, up, export, history), a second Up 4
+// (export, up, export, history), Status 2, Outputs 1, a preview of an existing stack from a new
+// engine 3 and more (select, export, config set --secret per secret, preview).
 func TestCLIProcessBudget(t *testing.T) {
 	e, next := tracedEngine(t, Options{})
 	next()
 	const stack = "cluster.budget"
-	req := Request{Stack: stack, Program: richOutputsProgram("v1"), ManagedBy: ManagedByCLI}
+	const token = "budget-secret-config-value"
+	req := Request{Stack: stack, Program: secretConfigProgram, ManagedBy: ManagedByCLI,
+		Tags:   map[string]string{TagParent: "cluster.parent"},
+		Config: map[string]ConfigValue{"token": {Value: token, Secret: true}, "plain": {Value: "p"}}}
 
-	// A new stack: select (404), init, tag, up, then auto's outputs (one export) and history.
-	// No preflight export: the stack has no state yet.
+	// A new stack: init, up. Existence is a listing of the backend, the tags are written to its
+	// tags file, the secret config is encrypted in-process, and the outputs and the history head
+	// that auto's Up reads afterwards come from the backend.
 	before := e.Stats().CLICalls
-	_, err := e.Up(tctx(t, 2*time.Minute), req)
+	up, err := e.Up(tctx(t, 2*time.Minute), req)
 	require.NoError(t, err)
 	cmds := next()
-	assert.EqualValues(t, 6, e.Stats().CLICalls-before, "%q", cmds)
-	require.Len(t, cmds, 6)
-	assert.Contains(t, cmds[3], " up ", "nothing but select, init and tag before the update: %q", cmds)
-	assert.Contains(t, cmds[4], "stack export --show-secrets", "outputs after the update: one export")
-	assert.Zero(t, countCmd(cmds, "stack output"))
+	assert.EqualValues(t, 2, e.Stats().CLICalls-before, "%q", cmds)
+	require.Len(t, cmds, 2)
+	assert.Contains(t, cmds[0], "stack init")
+	assert.Contains(t, cmds[1], " up ")
+	assert.Equal(t, token, up.Outputs["token"].Reveal())
+	assert.True(t, up.Outputs["token"].Secret)
+	assert.Equal(t, "p", up.Outputs.String("plain"))
 
-	// The same stack again: now preflight reads the state (credentials, pending operations).
+	// The stack file the CLI read holds the secret encrypted, never in plain text, with the
+	// stack's own salt.
+	sw := e.slots[stack].ws
+	settings, err := sw.ws.StackSettings(context.Background(), stack)
+	require.NoError(t, err)
+	assert.NotEmpty(t, settings.EncryptionSalt)
+	file, err := os.ReadFile(filepath.Join(sw.ws.WorkDir(), "Pulumi."+stack+".yaml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(file), token)
+	assert.Contains(t, string(file), "secure: v1:")
+
+	// The same stack again, from a new engine on the same backend (the next `tfrs` run): the
+	// state (credentials, pending operations, the salt) is read in-process, so the update is
+	// the only process; the secret config is encrypted with the salt read from the state.
+	e2, next2 := tracedEngine(t, Options{BackendURL: e.BackendURL()})
+	next2()
+	req.Config["token"] = ConfigValue{Value: token + "-2", Secret: true}
+	before = e2.Stats().CLICalls
+	up, err = e2.Up(tctx(t, 2*time.Minute), req)
+	require.NoError(t, err)
+	cmds = next2()
+	assert.EqualValues(t, 1, e2.Stats().CLICalls-before, "%q", cmds)
+	require.Len(t, cmds, 1)
+	assert.Contains(t, cmds[0], " up ")
+	assert.Equal(t, token+"-2", up.Outputs["token"].Reveal())
+	file, err = os.ReadFile(filepath.Join(e2.slots[stack].ws.ws.WorkDir(), "Pulumi."+stack+".yaml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(file), token)
+
+	// And the cached workspace of the first engine: one process as well.
 	before = e.Stats().CLICalls
 	_, err = e.Up(tctx(t, 2*time.Minute), req)
 	require.NoError(t, err)
 	cmds = next()
-	assert.EqualValues(t, 4, e.Stats().CLICalls-before, "%q", cmds)
-	require.Len(t, cmds, 4)
-	assert.Contains(t, cmds[0], "stack export --show-secrets", "preflight")
-	assert.Contains(t, cmds[1], " up ")
+	assert.EqualValues(t, 1, e.Stats().CLICalls-before, "%q", cmds)
 
+	// Reads: no process at all.
 	before = e.Stats().CLICalls
-	_, err = e.Outputs(tctx(t, time.Minute), stack)
+	outs, err := e.Outputs(tctx(t, time.Minute), stack)
 	require.NoError(t, err)
-	assert.EqualValues(t, 1, e.Stats().CLICalls-before, "Outputs: %q", next())
-
-	before = e.Stats().CLICalls
-	start := time.Now()
-	_, err = e.Status(tctx(t, time.Minute), stack)
-	wall := time.Since(start)
+	assert.Equal(t, token+"-2", outs["token"].Reveal())
+	st, err := e.Status(tctx(t, time.Minute), stack)
 	require.NoError(t, err)
-	after := e.Stats()
-	assert.EqualValues(t, 2, after.CLICalls-before, "Status: %q", next())
-	t.Logf("Status: wall %v", wall)
+	tags, err := e.Tags(tctx(t, time.Minute), stack)
+	require.NoError(t, err)
+	res, err := e.Resources(tctx(t, time.Minute), stack)
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, e.Stats().CLICalls-before, "reads: %q", next())
+	assert.Empty(t, res, "the program has no custom resources")
+	assert.True(t, st.Ready)
+	assert.Equal(t, ManagedByCLI, st.ManagedBy)
+	assert.Equal(t, map[string]string{TagManagedBy: "cli", TagParent: "cluster.parent"}, tags)
+	require.NotNil(t, st.Last)
+	assert.Equal(t, "update", st.Last.Kind)
+	assert.Equal(t, "succeeded", st.Last.Result)
 
-	// A preview of a new stack runs on a throwaway state (no export) and leaves no stack: the
-	// Up after it creates the stack itself, so it has no state to export either.
+	// The in-process reads answer what the CLI answers.
+	ws, err := e.reader(context.Background())
+	require.NoError(t, err)
+	cliTags, err := ws.ListTags(tctx(t, time.Minute), stack)
+	require.NoError(t, err)
+	assert.Equal(t, cliTags, tags)
+	cliHist, err := e.history(tctx(t, time.Minute), ws, stack, 20)
+	require.NoError(t, err)
+	require.NotEmpty(t, cliHist)
+	assert.Equal(t, cliHist[0], *st.Last)
+	next()
+
+	// A preview of the existing stack from a new engine: the preview only.
+	e3, next3 := tracedEngine(t, Options{BackendURL: e.BackendURL()})
+	next3()
+	before = e3.Stats().CLICalls
+	_, err = e3.Preview(tctx(t, 2*time.Minute), req)
+	require.NoError(t, err)
+	cmds = next3()
+	assert.EqualValues(t, 1, e3.Stats().CLICalls-before, "%q", cmds)
+	require.Len(t, cmds, 1)
+	assert.Contains(t, cmds[0], " preview ")
+
+	// A preview of a new stack runs on a throwaway state (init there, preview) and leaves no
+	// stack: the Up after it creates the stack itself, so it has no state to export either.
 	const other = "cluster.budget-preview"
+	before = e.Stats().CLICalls
 	_, err = e.Preview(tctx(t, 2*time.Minute), Request{Stack: other, Program: emptyProgram})
 	require.NoError(t, err)
 	cmds = next()
+	assert.LessOrEqual(t, e.Stats().CLICalls-before, int64(2), "%q", cmds)
 	assert.Zero(t, countCmd(cmds, "stack export"), "%q", cmds)
+	_, ok := e.StackVersion(context.Background(), other)
+	assert.False(t, ok, "the preview left no stack")
 	_, err = e.Up(tctx(t, 2*time.Minute), Request{Stack: other, Program: emptyProgram})
 	require.NoError(t, err)
 	cmds = next()
-	require.NotEmpty(t, cmds)
-	assert.Equal(t, 1, countCmd(cmds, "stack init"), "the up created the stack: %q", cmds)
-	for _, c := range cmds {
-		if strings.Contains(c, " up ") {
-			break
-		}
-		assert.NotContains(t, c, "stack export", "no preflight export of a stack just created: %q", cmds)
-	}
+	require.Len(t, cmds, 2, "%q", cmds)
+	assert.Contains(t, cmds[0], "stack init", "the up created the stack: %q", cmds)
+	assert.Contains(t, cmds[1], " up ")
 
 	// An engine start on a warm state dir runs nothing.
-	e2 := newEngine(t, Options{StateDir: e.opts.StateDir, PulumiPath: e.opts.pulumiBin})
-	assert.EqualValues(t, 0, e2.Stats().CLICalls)
+	e4 := newEngine(t, Options{StateDir: e.opts.StateDir, PulumiPath: e.opts.pulumiBin})
+	assert.EqualValues(t, 0, e4.Stats().CLICalls)
 }
 
 // TestStackVersion: a change token read from the checkpoint file, no CLI process.

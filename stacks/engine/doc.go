@@ -14,8 +14,10 @@
 //   - the Pulumi CLI and the Kubernetes provider come from the tools cache and never touch
 //     the network (backend.go, command.go);
 //   - stable generated credentials (credentials.go) and stack naming (names.go);
-//   - few CLI processes, each ~0.4 s: the CLI version is cached (command.go), outputs take one
-//     export (outputs.go), a stack created by the operation is not read back, and
+//   - few CLI processes, each ~0.4 s: an operation is its own process and, for a new stack,
+//     `stack init`. The state around it (existence, checkpoint with secrets decrypted by the
+//     passphrase key derived once per salt, tags, history head) is read and the tags and
+//     secret config written in-process (inproc.go); the CLI version is cached (command.go);
 //     [Engine.StackVersion] tells a file:// stack's changes without any.
 //
 // Programs stay outside: every operation takes a pulumi.RunFunc, run as an Automation API

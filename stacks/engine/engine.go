@@ -151,7 +151,8 @@ type Engine struct {
 	running sync.WaitGroup
 	once    sync.Once
 
-	bucketState // the backend opened in-process (bucket.go)
+	bucketState          // the backend opened in-process (bucket.go)
+	crypt       crypters // passphrase keys, one per salt (inproc.go)
 }
 
 // New validates options, finds the tools and checks the CLI. It fails with ErrToolsMissing
@@ -233,6 +234,12 @@ type stackWorkspace struct {
 	// created: this engine's `stack init` made the stack, so the managed-by claim is its own
 	// (see ensureTags).
 	created bool
+	// scratch: a throwaway workspace on a backend of its own (scratch.go): the engine's
+	// in-process reads of the real backend do not apply to it.
+	scratch bool
+	// salt is the passphrase provider's salt state of the stack as last read from its state
+	// or stack file; secret config is encrypted with it in-process (writeConfig).
+	salt string
 }
 
 // open returns the stack's workspace, selecting or (when create) creating the stack.
@@ -267,12 +274,26 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 		return nil, classify(ctx, op, name, err, e.red, nil)
 	}
 	created := false
-	st, err := auto.SelectStack(ctx, name, ws)
-	if err != nil && auto.IsSelectStack404Error(err) {
-		if !create {
-			return nil, opErr(op, name, ErrNotFound, "no stack named %q in %s", name, redactURL(e.opts.BackendURL))
-		}
+	// Whether the stack exists is one listing of the backend (inproc.go), not a `stack select`
+	// process; every command names the stack with --stack, so nothing needs it selected.
+	var st auto.Stack
+	lws, local := ws.(*auto.LocalWorkspace)
+	exists, err := e.stackExists(ctx, name)
+	switch {
+	case err == nil && local && exists:
+		st, err = auto.SelectStack(ctx, name, selectedWorkspace{lws})
+	case err == nil && !exists && !create:
+		return nil, opErr(op, name, ErrNotFound, "no stack named %q in %s", name, redactURL(e.opts.BackendURL))
+	case err == nil && !exists:
 		st, created, err = e.initStack(ctx, name, ws)
+	default:
+		st, err = auto.SelectStack(ctx, name, ws)
+		if err != nil && auto.IsSelectStack404Error(err) {
+			if !create {
+				return nil, opErr(op, name, ErrNotFound, "no stack named %q in %s", name, redactURL(e.opts.BackendURL))
+			}
+			st, created, err = e.initStack(ctx, name, ws)
+		}
 	}
 	if err != nil {
 		return nil, classify(ctx, op, name, err, e.red, nil)
@@ -280,16 +301,20 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 	// Up runs on the same workspace seen through upWorkspace, which reads the outputs after the
 	// update with one process instead of two. Selecting it runs nothing.
 	up := st
-	if lws, ok := ws.(*auto.LocalWorkspace); ok {
+	if local {
 		if up, err = auto.SelectStack(ctx, name, upWorkspace{LocalWorkspace: lws, e: e}); err != nil {
 			return nil, classify(ctx, op, name, err, e.red, nil)
 		}
 	}
 	sw := &stackWorkspace{ws: ws, st: st, up: up, created: created}
 	if created {
-		// A stack we just created has no tags, and no state for preflight to read.
+		// A stack we just created has no tags, and no state for preflight to read; its salt
+		// is in the stack file `stack init` wrote.
 		sw.tags = map[string]string{}
 		sw.fresh = true
+		if ps, err := ws.StackSettings(ctx, name); err == nil {
+			sw.salt = ps.EncryptionSalt
+		}
 	}
 	return sw, nil
 }
@@ -334,14 +359,15 @@ func (e *Engine) initStack(ctx context.Context, name string, ws auto.Workspace) 
 // moment end with one owner, and the loser's admit refuses it (ManagedElsewhere) before it
 // ran or tagged anything. Only a stack still untagged after the wait (made by a stock CLI,
 // by an older tfrs, or by a creator that died in between) is claimed by whoever comes next.
-// An existing managed-by tag is never changed. Each tag costs a CLI process, so tags are
-// written only when missing or different.
+// An existing managed-by tag is never changed. Tags are read and written in the backend's
+// tags file in-process (inproc.go; a CLI process each only for backends the engine cannot
+// open), and only when missing or different.
 func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, name string, by ManagedBy, tags map[string]string, admit func(map[string]string) error) error {
 	if by == "" && len(tags) == 0 && admit == nil {
 		return nil
 	}
 	if sw.tags == nil {
-		current, err := sw.st.ListTags(ctx)
+		current, err := e.listTags(ctx, sw, name)
 		if err != nil {
 			return classify(ctx, op, name, err, e.red, nil)
 		}
@@ -354,10 +380,9 @@ func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, 
 			}
 		}
 		if sw.tags[TagManagedBy] == "" {
-			if err := sw.st.SetTag(ctx, TagManagedBy, string(by)); err != nil {
+			if err := e.setTags(ctx, sw, name, map[string]string{TagManagedBy: string(by)}); err != nil {
 				return classify(ctx, op, name, err, e.red, nil)
 			}
-			sw.tags[TagManagedBy] = string(by)
 		}
 	}
 	if admit != nil {
@@ -365,14 +390,50 @@ func (e *Engine) ensureTags(ctx context.Context, op OpKind, sw *stackWorkspace, 
 			return err
 		}
 	}
-	for _, k := range sortedKeys(tags) {
-		if k == TagManagedBy || sw.tags[k] == tags[k] {
-			continue
+	set := map[string]string{}
+	for k, v := range tags {
+		if k != TagManagedBy && sw.tags[k] != v {
+			set[k] = v
 		}
-		if err := sw.st.SetTag(ctx, k, tags[k]); err != nil {
+	}
+	if len(set) > 0 {
+		if err := e.setTags(ctx, sw, name, set); err != nil {
 			return classify(ctx, op, name, err, e.red, nil)
 		}
-		sw.tags[k] = tags[k]
+	}
+	return nil
+}
+
+// listTags reads the stack's tags, in-process when the backend allows.
+func (e *Engine) listTags(ctx context.Context, sw *stackWorkspace, name string) (map[string]string, error) {
+	if !sw.scratch {
+		tags, err := e.stackTags(ctx, OpStatus, name)
+		if !errors.Is(err, errNotInProcess) {
+			return tags, err
+		}
+	}
+	return sw.st.ListTags(ctx)
+}
+
+// setTags writes tags (in-process: one write of the tags file; else a CLI process per tag)
+// and records them in sw.tags.
+func (e *Engine) setTags(ctx context.Context, sw *stackWorkspace, name string, set map[string]string) error {
+	if !sw.scratch {
+		all, err := e.setStackTags(ctx, name, set)
+		if err == nil {
+			// The file as written: a tag another door set meanwhile shows too.
+			sw.tags = all
+			return nil
+		}
+		if !errors.Is(err, errNotInProcess) {
+			return err
+		}
+	}
+	for _, k := range sortedKeys(set) {
+		if err := sw.st.SetTag(ctx, k, set[k]); err != nil {
+			return err
+		}
+		sw.tags[k] = set[k]
 	}
 	return nil
 }
@@ -387,7 +448,7 @@ func (e *Engine) awaitOwner(ctx context.Context, op OpKind, sw *stackWorkspace, 
 			return &OpError{Op: op, Stack: name, Kind: ErrCanceled, ctxErr: ctx.Err(), Detail: "waiting for the stack's owner"}
 		case <-time.After(200 * time.Millisecond):
 		}
-		current, err := sw.st.ListTags(ctx)
+		current, err := e.listTags(ctx, sw, name)
 		if err != nil {
 			return classify(ctx, op, name, err, e.red, nil)
 		}
@@ -416,8 +477,12 @@ func (e *Engine) prepare(ctx context.Context, op OpKind, sw *stackWorkspace, req
 	return e.writeConfig(ctx, op, sw, req)
 }
 
-// writeConfig writes plain values straight into the workspace's stack file (no CLI process)
-// and secret values through `pulumi config set --secret` with the value on stdin, so it never
+// writeConfig writes the config into the workspace's stack file, which the CLI reads for the
+// operation: plain values as they are, secret values encrypted in-process with the stack's
+// passphrase key (the salt its state or `stack init` recorded, which the file then names), the
+// way `pulumi config set --secret` stores them, so no process runs and the file never holds a
+// secret in plain text. For other secrets providers, or a stack whose salt is not known yet,
+// each secret goes through `pulumi config set --secret` with the value on stdin, so it never
 // appears in a process list.
 func (e *Engine) writeConfig(ctx context.Context, op OpKind, sw *stackWorkspace, req Request) error {
 	if len(req.Config) == 0 && sw.config == "" {
@@ -433,19 +498,33 @@ func (e *Engine) writeConfig(ctx context.Context, op OpKind, sw *stackWorkspace,
 		settings = &workspace.ProjectStack{}
 	}
 	settings.Config = config.Map{}
+	salt := settings.EncryptionSalt
+	if salt == "" {
+		salt = sw.salt
+	}
 	type secretValue struct{ key, value string }
 	var secrets []secretValue
-	for k, v := range req.Config {
+	for _, k := range sortedKeys(req.Config) {
+		v := req.Config[k]
 		key, err := configKey(k)
 		if err != nil {
 			return opErr(op, name, ErrFailed, "config key %q: %v", k, err)
 		}
-		if v.Secret {
-			e.red.add(v.Value)
-			secrets = append(secrets, secretValue{key.String(), v.Value})
+		if !v.Secret {
+			settings.Config[key] = config.NewValue(v.Value)
 			continue
 		}
-		settings.Config[key] = config.NewValue(v.Value)
+		e.red.add(v.Value)
+		if c, err := e.crypter(salt); err == nil {
+			ct, err := c.EncryptValue(ctx, v.Value)
+			if err != nil {
+				return opErr(op, name, ErrFailed, "encrypt secret config %s: %v", key, err)
+			}
+			settings.Config[key] = config.NewSecureValue(ct)
+			settings.EncryptionSalt = salt
+			continue
+		}
+		secrets = append(secrets, secretValue{key.String(), v.Value})
 	}
 	if err := sw.ws.SaveStackSettings(ctx, name, settings); err != nil {
 		return opErr(op, name, ErrFailed, "write stack config: %v", err)

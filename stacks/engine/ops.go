@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -353,14 +354,10 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 }
 
 // Outputs returns the stack's outputs; secrets are hidden unless revealed (Output.Reveal).
-// One CLI process (see stackOutputs).
+// Read in-process from the checkpoint; else one CLI process (see stackOutputs).
 func (e *Engine) Outputs(ctx context.Context, stack string) (program.Outputs, error) {
 	var out program.Outputs
-	err := e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
-		m, err := e.stackOutputs(ctx, ws, stack)
-		if err != nil {
-			return err
-		}
+	keep := func(m auto.OutputMap) {
 		out = convertOutputs(m)
 		for _, k := range out.Keys() {
 			if out[k].Secret {
@@ -369,6 +366,35 @@ func (e *Engine) Outputs(ctx context.Context, stack string) (program.Outputs, er
 				}
 			}
 		}
+	}
+	if done, err := e.inProcess(ctx, OpOutputs, stack, func() error {
+		raw, exists, err := e.readDeployment(ctx, stack)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return opErr(OpOutputs, stack, ErrNotFound, "no stack named %q in %s", stack, redactURL(e.opts.BackendURL))
+		}
+		if raw != nil {
+			if raw, err = e.revealDeployment(ctx, raw); err != nil {
+				return err
+			}
+		}
+		m, err := outputsFromDeployment(raw)
+		if err != nil {
+			return err
+		}
+		keep(m)
+		return nil
+	}); done {
+		return out, err
+	}
+	err := e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
+		m, err := e.stackOutputs(ctx, ws, stack)
+		if err != nil {
+			return err
+		}
+		keep(m)
 		return nil
 	})
 	return out, err
@@ -396,9 +422,31 @@ type HistoryEntry struct {
 	Message string         `json:"message,omitempty"`
 }
 
-// Status reads the stack's tags and recent history.
+// Status reads the stack's tags and recent history: in-process from the backend (the tags
+// file and the newest history entries, no CLI process), else with two CLI processes.
 func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error) {
 	st := &StackStatus{Stack: stack}
+	if done, err := e.inProcess(ctx, OpStatus, stack, func() error {
+		tags, err := e.stackTags(ctx, OpStatus, stack)
+		if err != nil {
+			return err
+		}
+		head, err := e.historyHead(ctx, OpStatus, stack, max(20, e.historyLimit()+1))
+		if err != nil {
+			return err
+		}
+		hist := make([]HistoryEntry, len(head))
+		for i, h := range head {
+			hist[i] = h.entry()
+		}
+		st.fill(tags, hist)
+		return nil
+	}); done {
+		if err != nil {
+			return nil, err
+		}
+		return st, nil
+	}
 	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
 		// Two independent reads: run them side by side (the wall time of one CLI process, not
 		// two). Neither is cancelled when the other fails, so each error is the CLI's own.
@@ -424,17 +472,7 @@ func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error)
 		if histErr != nil {
 			return histErr
 		}
-		st.Tags = tags
-		st.ManagedBy = ManagedBy(tags[TagManagedBy])
-		if len(hist) > 0 {
-			st.Last = &hist[0]
-		}
-		for _, h := range hist {
-			if h.Kind == "update" || h.Kind == "destroy" {
-				st.Ready = h.Kind == "update" && h.Result == "succeeded"
-				break
-			}
-		}
+		st.fill(tags, hist)
 		return nil
 	})
 	if err != nil {
@@ -443,9 +481,65 @@ func (e *Engine) Status(ctx context.Context, stack string) (*StackStatus, error)
 	return st, nil
 }
 
-// Tags returns the stack's tags (one CLI process).
+// fill sets the status from the stack's tags and its history, newest first.
+func (st *StackStatus) fill(tags map[string]string, hist []HistoryEntry) {
+	st.Tags = tags
+	st.ManagedBy = ManagedBy(tags[TagManagedBy])
+	if len(hist) > 0 {
+		st.Last = &hist[0]
+	}
+	for _, h := range hist {
+		if h.Kind == "update" || h.Kind == "destroy" {
+			st.Ready = h.Kind == "update" && h.Result == "succeeded"
+			break
+		}
+	}
+}
+
+// inProcess runs a read the engine answers from the backend itself (inproc.go). done is false
+// when it cannot (errNotInProcess): the caller then asks the CLI.
+func (e *Engine) inProcess(ctx context.Context, op OpKind, stack string, read func() error) (done bool, err error) {
+	if err := stackname.Validate(stack); err != nil {
+		return true, &OpError{Op: op, Stack: stack, Kind: ErrInvalidName, Detail: err.Error()}
+	}
+	select {
+	case <-e.closed:
+		return true, opErr(op, stack, ErrClosed, "")
+	default:
+	}
+	e.repairBackend(stack)
+	err = read()
+	if errors.Is(err, errNotInProcess) {
+		return false, nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return true, &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: ctx.Err()}
+		}
+		var oe *OpError
+		if errors.As(err, &oe) {
+			return true, oe
+		}
+		return true, opErr(op, stack, ErrFailed, "read the backend: %s", e.red.redact(err.Error()))
+	}
+	return true, nil
+}
+
+// Tags returns the stack's tags (in-process; else one CLI process). A door reads them right
+// before it runs the stack (the admission rules), so Tags also starts deriving the stack's
+// passphrase key in the background (warmKey): the operation's state read then finds it ready,
+// and the derivation overlaps the reads of the parents' outputs instead of following them.
 func (e *Engine) Tags(ctx context.Context, stack string) (map[string]string, error) {
 	var tags map[string]string
+	if done, err := e.inProcess(ctx, OpStatus, stack, func() error {
+		var err error
+		if tags, err = e.stackTags(ctx, OpStatus, stack); err == nil {
+			go e.warmKey(stack)
+		}
+		return err
+	}); done {
+		return tags, err
+	}
 	err := e.readOp(ctx, OpStatus, stack, func(ws auto.Workspace) error {
 		var err error
 		tags, err = ws.ListTags(ctx, stack)

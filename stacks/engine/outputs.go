@@ -5,6 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/auto"
@@ -19,13 +22,14 @@ import (
 // export, the way the CLI does (v3.274.1, cmd/pulumi/stack/stack_output.go: MassageSecrets then
 // SerializeProperties), so the values and their secretness are exactly auto's.
 
-// stackOutputs reads a stack's outputs with one `stack export --show-secrets`.
+// stackOutputs reads a stack's outputs from its checkpoint, in-process (inproc.go) or else with
+// one `stack export --show-secrets`.
 func (e *Engine) stackOutputs(ctx context.Context, ws auto.Workspace, stack string) (auto.OutputMap, error) {
-	dep, err := ws.ExportStack(ctx, stack)
+	dep, _, err := e.exportRevealed(ctx, OpOutputs, ws, stack)
 	if err != nil {
 		return nil, err
 	}
-	return outputsFromDeployment(dep.Deployment)
+	return outputsFromDeployment(dep)
 }
 
 // secretSentinel is what `stack output` prints for a secret without --show-secrets (and what
@@ -160,7 +164,8 @@ func byteStringDisplay(m map[string]any) (string, error) {
 }
 
 // upWorkspace is the stack's workspace as auto's Stack.Up sees it. After the update Up reads
-// the outputs through its workspace; this one does that with one CLI process instead of two.
+// the outputs and the newest history entry through its workspace; this one answers both from
+// the backend in-process (inproc.go), so an update is one CLI process, the update itself.
 // Only Up uses it: Stack.Cancel needs the *LocalWorkspace itself.
 type upWorkspace struct {
 	*auto.LocalWorkspace
@@ -174,3 +179,65 @@ func (w upWorkspace) StackOutputs(ctx context.Context, stack string) (auto.Outpu
 // SelectStack is a no-op: the stack is selected (or created) through the real workspace, and
 // every command names it with --stack, so making the Up stack must not cost a process.
 func (w upWorkspace) SelectStack(context.Context, string) error { return nil }
+
+// PulumiCommand is the engine's CLI, except that `stack history --json` (which Stack.Up runs
+// for its Summary after the update) is read from the backend.
+func (w upWorkspace) PulumiCommand() auto.PulumiCommand { return historyReader{w.e.cli, w.e} }
+
+// selectedWorkspace is a workspace on a stack known to exist (inproc.go's stackExists): every
+// command names the stack with --stack, so selecting it needs no `stack select` process.
+type selectedWorkspace struct{ *auto.LocalWorkspace }
+
+func (selectedWorkspace) SelectStack(context.Context, string) error { return nil }
+
+// historyReader answers `stack history --json --page-size N` in-process and runs everything
+// else (and any history it cannot read itself) with the CLI.
+type historyReader struct {
+	*pulumiCLI
+	e *Engine
+}
+
+func (h historyReader) Run(ctx context.Context, workdir string, stdin io.Reader,
+	additionalOutput, additionalErrorOutput []io.Writer, additionalEnv []string, args ...string,
+) (string, string, int, error) {
+	if out, ok := h.history(ctx, args); ok {
+		return out, "", 0, nil
+	}
+	return h.pulumiCLI.Run(ctx, workdir, stdin, additionalOutput, additionalErrorOutput, additionalEnv, args...)
+}
+
+func (h historyReader) history(ctx context.Context, args []string) (string, bool) {
+	if len(args) < 3 || args[0] != "stack" || args[1] != "history" || !slices.Contains(args, "--json") {
+		return "", false
+	}
+	var stack string
+	size := 0
+	for i := 2; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--stack":
+			stack = args[i+1]
+		case "--page-size":
+			size, _ = strconv.Atoi(args[i+1])
+		case "--page":
+			if args[i+1] != "1" {
+				return "", false
+			}
+		}
+	}
+	if stack == "" || size != 1 {
+		return "", false
+	}
+	hist, err := h.e.historyHead(ctx, OpUp, stack, 1)
+	if err != nil {
+		return "", false
+	}
+	out := make([]auto.UpdateSummary, 0, len(hist))
+	for _, x := range hist {
+		out = append(out, x.summary())
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}

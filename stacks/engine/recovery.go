@@ -83,8 +83,9 @@ type stateInfo struct {
 // The Pulumi secret signature in serialized property values.
 const secretSig = "4dabf18193072939515e22adb298388d"
 
-// preflight exports the stack (with secrets: generated credentials are read back from it) and
-// reports pending operations. The plaintext export stays in memory and is dropped here.
+// preflight reads the stack's state (with secrets: generated credentials are read back from
+// it) and reports pending operations: in-process from the backend when it can (no CLI process),
+// else through `stack export --show-secrets`. The plaintext stays in memory and is dropped here.
 func (e *Engine) preflight(ctx context.Context, op OpKind, sw *stackWorkspace, name string) (*stateInfo, error) {
 	e.repairBackend(name)
 	if sw.fresh {
@@ -94,16 +95,32 @@ func (e *Engine) preflight(ctx context.Context, op OpKind, sw *stackWorkspace, n
 		sw.fresh = false
 		return &stateInfo{credentials: map[string]string{}}, nil
 	}
-	dep, err := sw.ws.ExportStack(ctx, name)
+	var (
+		dep  json.RawMessage
+		salt string
+		err  error
+	)
+	if sw.scratch {
+		var out apitype.UntypedDeployment
+		if out, err = sw.ws.ExportStack(ctx, name); err == nil {
+			dep = out.Deployment
+		}
+	} else {
+		// The checkpoint read in-process, secrets decrypted in memory (inproc.go).
+		dep, salt, err = e.exportRevealed(ctx, op, sw.ws, name)
+	}
 	if err != nil {
 		return nil, classify(ctx, op, name, err, e.red, nil)
 	}
+	if salt != "" {
+		sw.salt = salt
+	}
 	info := &stateInfo{credentials: map[string]string{}}
-	if len(dep.Deployment) == 0 {
+	if len(dep) == 0 {
 		return info, nil
 	}
 	var doc stateDoc
-	if err := json.Unmarshal(dep.Deployment, &doc); err != nil {
+	if err := json.Unmarshal(dep, &doc); err != nil {
 		return nil, opErr(op, name, ErrFailed, "read state: %v", err)
 	}
 	info.resources = len(doc.Resources)

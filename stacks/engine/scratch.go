@@ -45,5 +45,5 @@ func (e *Engine) scratch(ctx context.Context, op OpKind, name string) (sw *stack
 	if err != nil {
 		return nil, nil, classify(ctx, op, name, err, e.red, nil)
 	}
-	return &stackWorkspace{ws: ws, st: st, up: st, tags: map[string]string{}, fresh: true, created: true}, done, nil
+	return &stackWorkspace{ws: ws, st: st, up: st, tags: map[string]string{}, fresh: true, created: true, scratch: true}, done, nil
 }

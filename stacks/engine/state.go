@@ -19,16 +19,12 @@ type ManagedResource struct {
 // not exist manages nothing. One CLI process.
 func (e *Engine) Resources(ctx context.Context, stack string) ([]ManagedResource, error) {
 	var out []ManagedResource
-	err := e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
-		dep, err := ws.ExportStack(ctx, stack)
-		if err != nil {
-			return err
-		}
-		if len(dep.Deployment) == 0 {
+	collect := func(dep json.RawMessage) error {
+		if len(dep) == 0 {
 			return nil
 		}
 		var doc stateDoc
-		if err := json.Unmarshal(dep.Deployment, &doc); err != nil {
+		if err := json.Unmarshal(dep, &doc); err != nil {
 			return err
 		}
 		for _, r := range doc.Resources {
@@ -37,7 +33,24 @@ func (e *Engine) Resources(ctx context.Context, stack string) ([]ManagedResource
 			}
 		}
 		return nil
+	}
+	// In-process first: type and ID need no decryption.
+	done, err := e.inProcess(ctx, OpOutputs, stack, func() error {
+		dep, _, err := e.readDeployment(ctx, stack)
+		if err != nil {
+			return err
+		}
+		return collect(dep)
 	})
+	if !done {
+		err = e.readOp(ctx, OpOutputs, stack, func(ws auto.Workspace) error {
+			dep, err := ws.ExportStack(ctx, stack)
+			if err != nil {
+				return err
+			}
+			return collect(dep.Deployment)
+		})
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
 	}

@@ -49,7 +49,7 @@ func CheckDoor(stack string, owner, door engine.ManagedBy) error {
 // checkStack reads the stack's tags once and applies the stack's rules (admission) to t; a
 // stack that does not exist yet is free.
 func (r *Runner) checkStack(ctx context.Context, t kinds.Target, door engine.ManagedBy, fields bool) error {
-	tags, err := r.eng.Tags(ctx, t.Stack) // one CLI process; Status would read the history too
+	tags, err := r.eng.Tags(ctx, t.Stack) // the tags file only; Status would read the history too
 	if errors.Is(err, engine.ErrNotFound) {
 		return nil
 	}

@@ -160,8 +160,9 @@ func (p EngineParents) Tenant(ctx context.Context, stack string) (stacks.TenantO
 }
 
 func (p EngineParents) ready(ctx context.Context, stack string) (program.Outputs, error) {
-	// The outputs are read alongside the status (each is a CLI process): a parent is ready far
-	// more often than not, and a read of a parent that is not is simply discarded.
+	// The outputs are read alongside the status (each a backend read, or a CLI process on a
+	// backend the engine cannot read itself): a parent is ready far more often than not, and
+	// a read of a parent that is not is simply discarded.
 	type read struct {
 		out program.Outputs
 		err error
