@@ -65,7 +65,12 @@ func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
 		opts := []optpreview.Option{optpreview.EventStreams(col.stream()), optpreview.Color("never"),
 			optpreview.SuppressProgress(), optpreview.SuppressOutputs()}
 		file := ""
-		if req.SavePlan {
+		save := req.SavePlan && !sw.scratch
+		if req.SavePlan && sw.scratch {
+			col.deliver(Event{Kind: EventDiag, Severity: "warning",
+				Message: fmt.Sprintf("no plan saved for %s: the stack does not exist yet and a read-only engine cannot create its record", req.Stack)})
+		}
+		if save {
 			file = planFilePath(sw.ws.WorkDir())
 			defer os.Remove(file)
 			opts = append(opts, optpreview.Plan(file))
@@ -74,7 +79,7 @@ func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return classify(ctx, OpPreview, req.Stack, err, col.red, col.errors())
 		}
-		if req.SavePlan {
+		if save {
 			if plan, err = e.newPlan(req.Stack, file, req.generated.snapshot(), req.PlanMeta); err != nil {
 				return opErr(OpPreview, req.Stack, ErrFailed, "save plan: %v", err)
 			}
@@ -178,12 +183,11 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	scratched := false
 	open := func() (*stackWorkspace, error) {
 		sw, err := e.open(ctx, op, s, req.Stack, create, by, tags, admit)
-		if planning && isNotFound(err) {
-			return nil, opErr(op, req.Stack, ErrReadOnly, "saving a plan of a stack that does not exist creates its (empty) record; this engine is read-only")
-		}
 		if op != OpPreview || !isNotFound(err) {
 			return sw, err
 		}
+		// A read-only plan preview of a missing stack cannot create its record: it previews
+		// on a scratch state like any preview, and saves no plan (the body sees sw.scratch).
 		sw, done, err := e.scratch(ctx, op, req.Stack)
 		if err == nil {
 			scratched = true
