@@ -78,7 +78,9 @@ type PlanNotFoundError struct {
 	Pending string
 }
 
-func (e *PlanNotFoundError) Error() string { return fmt.Sprintf("%s has no pending plan %s", e.What, e.ID) }
+func (e *PlanNotFoundError) Error() string {
+	return fmt.Sprintf("%s has no pending plan %s", e.What, e.ID)
+}
 
 // PlanStaleError refuses the apply of a plan taken on another spec than the stored one (409
 // plan-mismatch); the plan is discarded.
