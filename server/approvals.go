@@ -153,7 +153,9 @@ func planSummary(rep *diff.Report) (map[engine.StepOp]int, []string) {
 }
 
 // keepPlans stores the plans in the engine's store and the pending plan beside the spec,
-// replacing the resource's previous pending plan (and discarding its engine plans).
+// replacing the resource's previous pending plan (and discarding the own stack's older
+// plans). A personal tenant's shared stack is shared with the job type's other tenants,
+// whose pending plans hold plans of it too: its plans are never discarded wholesale.
 func (s *Server) keepPlans(ctx context.Context, r ref, obj v1alpha1.Object, plans map[string]*engine.Plan,
 	rep *diff.Report, reason string, gen int64, opID string) (*PendingPlan, error) {
 	t := rep.Target
@@ -170,9 +172,9 @@ func (s *Server) keepPlans(ctx context.Context, r ref, obj v1alpha1.Object, plan
 			return nil, err
 		}
 		p.Plans[stack] = pl.ID
-		if err := s.eng.DiscardPlans(ctx, stack, pl.ID); err != nil {
-			s.log.Warn("older saved plans not discarded", "stack", stack, "err", err)
-		}
+	}
+	if err := s.eng.DiscardPlans(ctx, t.Stack, p.ID); err != nil {
+		s.log.Warn("older saved plans not discarded", "stack", t.Stack, "err", err)
 	}
 	if err := s.plans.PutPlan(ctx, p); err != nil {
 		return nil, err
@@ -189,10 +191,9 @@ func (s *Server) dropPlans(ctx context.Context, p *PendingPlan) {
 	if err := s.plans.DeletePlan(ctx, p.Stack); err != nil {
 		s.log.Warn("pending plan not deleted", "stack", p.Stack, "err", err)
 	}
-	for stack := range p.Plans {
-		if err := s.eng.DiscardPlans(ctx, stack); err != nil {
-			s.log.Warn("saved plans not discarded", "stack", stack, "err", err)
-		}
+	// The own stack's plans only (see keepPlans): the shared stack's may be other tenants'.
+	if err := s.eng.DiscardPlans(ctx, p.Stack); err != nil {
+		s.log.Warn("saved plans not discarded", "stack", p.Stack, "err", err)
 	}
 }
 
@@ -301,10 +302,17 @@ func (h resources) checkDoor(ctx context.Context, r ref, stack string, rec *Reco
 	if err := runner.CheckDoor(stack, st.ManagedBy, engine.ManagedByAPI); err != nil {
 		return err
 	}
-	if st.ManagedBy == "" && rec == nil {
+	if st.ManagedBy == "" && rec == nil && !emptyStack(st) {
 		return &runner.ManagedElsewhereError{Stack: stack, ManagedBy: st.ManagedBy}
 	}
 	return nil
+}
+
+// emptyStack: a stack record nobody claimed and nothing ran on, what a plan preview of a
+// missing stack leaves (engine.Request.SavePlan). It is no resource yet: a create may take it,
+// and the engine settles its owner at the first up as for a new stack.
+func emptyStack(st *engine.StackStatus) bool {
+	return st != nil && st.ManagedBy == "" && st.Last == nil
 }
 
 // applyRequest is the body of POST …/apply.

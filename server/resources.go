@@ -205,10 +205,10 @@ func (h resources) create(c echo.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		if st != nil {
+		if st != nil && !emptyStack(st) {
 			return nil, &ExistsError{What: r.String(), ManagedBy: st.ManagedBy}
 		}
-		return h.upWork(c, op, r, t, obj, nil, nil)
+		return h.upWork(c, op, r, t, obj, nil, st)
 	})
 }
 
@@ -239,7 +239,7 @@ func (h resources) update(c echo.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		if st == nil && rec == nil {
+		if (st == nil || emptyStack(st)) && rec == nil {
 			return nil, &NotFoundError{What: r.String()}
 		}
 		if st != nil {
