@@ -337,3 +337,31 @@ func TestReplicasSharePlans(t *testing.T) {
 	w = a.admin(http.MethodPost, tenantsPath+"/globex/apply", map[string]any{"planId": done.Plan.ID})
 	require.Equal(t, http.StatusNotFound, w.Code, "applied once, on any replica")
 }
+
+// A save of a resource that does not exist yet leaves an empty stack that is no resource: GET
+// is 404, and either the apply or a plain create takes it.
+func TestSavedPlanOfANewResource(t *testing.T) {
+	h := newHarness(t)
+	sp := h.savePlan(tenantBody("globex"))
+	_, ok := h.f.Stack(globexStack)
+	require.True(t, ok, "the fake leaves the empty stack record, as the engine does")
+	w := h.admin(http.MethodGet, tenantsPath+"/globex", nil)
+	require.Equal(t, http.StatusNotFound, w.Code, w.Body.String())
+	w = h.admin(http.MethodDelete, tenantsPath+"/globex", nil)
+	require.Equal(t, http.StatusNotFound, w.Code, w.Body.String())
+
+	done := h.applyPlan(sp.PlanID)
+	require.Equal(t, StateSucceeded, done.State, "%+v", done.Error)
+	w = h.admin(http.MethodGet, tenantsPath+"/globex", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	v := decodeJSON[ResourceView](t, w)
+	require.True(t, v.Status.Ready)
+	require.Equal(t, int64(1), v.Metadata.Generation)
+
+	// Another save of a new resource, then a plain create instead of the apply.
+	w = h.admin(http.MethodPost, tenantsPath+"/hooli/preview?save=true", tenantBody("hooli"))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	w = h.admin(http.MethodPost, tenantsPath, tenantBody("hooli"))
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	require.Equal(t, StateSucceeded, h.waitOperation(decodeJSON[OperationView](t, w).ID).State)
+}

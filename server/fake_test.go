@@ -176,6 +176,10 @@ func (f *fake) Preview(ctx context.Context, obj v1alpha1.Object, op runner.Op) (
 		f.mu.Unlock()
 		res.Plan = &engine.Plan{Format: 1, ID: fmt.Sprintf("%016x", 0xabc0000+seq), Stack: t.Stack,
 			Meta: map[string]string{runner.PlanMetaSpec: digest}, Pulumi: json.RawMessage(`{}`)}
+		// As the engine: a plan preview of a missing stack creates its empty, untagged record.
+		if _, ok := f.Stack(t.Stack); !ok {
+			f.Put(t.Stack, enginetest.Stack{})
+		}
 	}
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
 }

@@ -362,8 +362,8 @@ func (h resources) remove(c echo.Context) error {
 // belongs: the resource exists (stack or stored spec) and, for a server, under the URL's
 // tenant.
 func (h resources) belongs(r ref, rec *Record, st *engine.StackStatus) bool {
-	if rec == nil && st == nil {
-		return false
+	if rec == nil && (st == nil || emptyStack(st)) {
+		return false // an unclaimed empty stack (a saved plan's) is no resource yet
 	}
 	if h.k.parent == nil {
 		return true
