@@ -218,7 +218,9 @@ func (s *Server) gatedWork(r ref, obj v1alpha1.Object, op *Operation, st *engine
 		if err != nil {
 			return out, err
 		}
-		if mode == v1alpha1.ApprovalOnDataLoss && !rep.HasDataLoss() {
+		// Nothing to review (no change in the cluster), or OnDataLoss and nothing lost:
+		// apply this very plan now, so exactly the previewed change runs.
+		if !rep.HasChanges() || (mode == v1alpha1.ApprovalOnDataLoss && !rep.HasDataLoss()) {
 			pv := &OperationPlan{ID: plans[out.Target.Stack].ID, Stacks: planIDs(plans)}
 			pv.Changes, _ = planSummary(rep)
 			op.setPlan(pv)

@@ -237,6 +237,7 @@ func TestManualPutAwaitsApproval(t *testing.T) {
 // A Manual create waits too (the first up included).
 func TestManualCreateAwaitsApproval(t *testing.T) {
 	h := newHarness(t)
+	h.f.previewSteps = []engine.Step{configMapStep(engine.StepCreate)}
 	w := h.admin(http.MethodPost, tenantsPath, withApproval(tenantBody("globex"), "Manual"))
 	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
 	done := h.waitOperation(decodeJSON[OperationView](t, w).ID)
@@ -287,6 +288,7 @@ func TestOnDataLossHarmlessPutApplies(t *testing.T) {
 func TestPlanOfSecretsNeedsTheDocument(t *testing.T) {
 	h := newHarness(t)
 	srvPath := tenantsPath + "/acme/servers/bot"
+	h.f.previewSteps = []engine.Step{{URN: "urn:pulumi:server.tfrs-system.bot::tfrs::kubernetes:core/v1:Secret::bot-secret", Type: "kubernetes:core/v1:Secret", Op: engine.StepCreate}}
 	body := withApproval(serverBody("bot"), "Manual")
 	w := h.admin(http.MethodPost, tenantsPath+"/acme/servers", body)
 	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
@@ -364,4 +366,21 @@ func TestSavedPlanOfANewResource(t *testing.T) {
 	w = h.admin(http.MethodPost, tenantsPath, tenantBody("hooli"))
 	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
 	require.Equal(t, StateSucceeded, h.waitOperation(decodeJSON[OperationView](t, w).ID).State)
+}
+
+// Manual with nothing to change in the cluster has nothing to review: its plan applies at
+// once. A DELETE drops the resource's pending plan.
+func TestManualNoChangeAppliesAndDeleteDropsPlan(t *testing.T) {
+	h := newHarness(t)
+	createGlobex(t, h, "Manual") // the fake previews no change
+	require.Equal(t, 1, h.f.count("Up"))
+
+	h.f.previewSteps = []engine.Step{configMapStep(engine.StepUpdate)}
+	sp := h.savePlan(nil)
+	w := h.admin(http.MethodDelete, tenantsPath+"/globex", nil)
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	require.Equal(t, StateSucceeded, h.waitOperation(decodeJSON[OperationView](t, w).ID).State)
+	require.Empty(t, h.f.savedPlans(globexStack))
+	w = h.admin(http.MethodPost, tenantsPath+"/globex/apply", map[string]any{"planId": sp.PlanID})
+	require.Equal(t, http.StatusNotFound, w.Code, w.Body.String())
 }

@@ -353,6 +353,9 @@ func (h resources) remove(c echo.Context) error {
 				if derr := h.s.specs.Delete(context.WithoutCancel(ctx), stack); derr != nil {
 					h.s.log.Error("delete stored spec", "stack", stack, "operation", op.id, "err", derr)
 				}
+				if p, perr := h.s.plans.GetPlan(ctx, stack); perr == nil {
+					h.s.dropPlans(ctx, p) // a plan of a resource that is gone is never applied
+				}
 			}
 			return out, err
 		}, nil
