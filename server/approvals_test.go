@@ -384,3 +384,21 @@ func TestManualNoChangeAppliesAndDeleteDropsPlan(t *testing.T) {
 	w = h.admin(http.MethodPost, tenantsPath+"/globex/apply", map[string]any{"planId": sp.PlanID})
 	require.Equal(t, http.StatusNotFound, w.Code, w.Body.String())
 }
+
+// A preview that cannot cover the own stack saves no plan: 409 plan-incomplete, and a Manual
+// PUT fails with it instead of waiting on a plan that could never apply.
+func TestIncompletePlanRefused(t *testing.T) {
+	h := newHarness(t)
+	createGlobex(t, h, "")
+	h.f.previewNothing = true
+	w := h.admin(http.MethodPost, tenantsPath+"/globex/preview?save=true", nil)
+	require.Equal(t, http.StatusConflict, w.Code, w.Body.String())
+	require.True(t, strings.HasSuffix(problemOfResponse(t, w).Type, "/plan-incomplete"))
+	require.Empty(t, h.f.savedPlans(globexStack))
+
+	w = h.admin(http.MethodPut, tenantsPath+"/globex", withApproval(edited("globex", "7d"), "Manual"))
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	done := h.waitOperation(decodeJSON[OperationView](t, w).ID)
+	require.Equal(t, StateFailed, done.State)
+	require.True(t, strings.HasSuffix(done.Error.Type, "/plan-incomplete"), done.Error.Type)
+}

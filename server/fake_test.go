@@ -51,6 +51,8 @@ type fake struct {
 	upPlans    []map[string]*engine.Plan
 	planRefuse bool
 	planSeq    int
+	// previewNothing makes Preview cover no stack (a personal tenant before its shared stack).
+	previewNothing bool
 }
 
 func newFake() *fake { return &fake{Engine: enginetest.New()} }
@@ -152,8 +154,11 @@ func (f *fake) Preview(ctx context.Context, obj v1alpha1.Object, op runner.Op) (
 	}
 	f.record("Preview", t.Stack)
 	f.mu.Lock()
-	steps, perr := f.previewSteps, f.previewErr
+	steps, perr, nothing := f.previewSteps, f.previewErr, f.previewNothing
 	f.mu.Unlock()
+	if nothing {
+		return &runner.Outcome{Target: t}, nil
+	}
 	if perr != nil {
 		return &runner.Outcome{Target: t}, perr
 	}
