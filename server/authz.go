@@ -20,8 +20,10 @@ import (
 //	PUT       …/{name}                 update <resource> {name}
 //	DELETE    …/{name}                 delete <resource> {name}
 //	POST      …/{name}/preview         get    <resource> {name}  and  create <resource>/preview {name}
+//	POST      …/{name}/preview?save=true    the same, and update <resource> {name} (it writes a plan)
+//	POST      …/{name}/apply           update <resource> {name}  (applying a plan is the PUT it stands for)
 //	GET       /v1/operations/{id}[/events]  get <the operation's resource> {name}
-//	POST      /v1/operations/{id}/cancel    the operation's own verb (create, update or delete) on its resource
+//	POST      /v1/operations/{id}/cancel    the operation's own verb (create, update or delete; update for an apply) on its resource
 //	GET       /metrics                 get on the non-resource URL /metrics
 //
 // <resource> is tfrclusters (cluster-scoped), tfrtenants or tfrservers (in the URL's
@@ -175,12 +177,15 @@ func (s *Server) requestAttributes(c echo.Context) ([]Attributes, error) {
 		verb := VerbGet
 		if strings.HasSuffix(route, "/cancel") {
 			verb = string(op.Kind) // create, update, delete: who may start it may stop it
+			if op.Kind == OpApply {
+				verb = VerbUpdate
+			}
 		}
 		return []Attributes{resourceAttrs(k, verb, op.Resource.Namespace, op.Resource.Name)}, nil
 	}
 	for _, k := range resourceKinds {
 		var verb string
-		withName, preview := false, false
+		withName, preview, save := false, false, false
 		switch {
 		case route == k.route && method == http.MethodGet:
 			verb = VerbList
@@ -194,6 +199,13 @@ func (s *Server) requestAttributes(c echo.Context) ([]Attributes, error) {
 			verb, withName = VerbDelete, true
 		case route == k.route+"/:name/preview" && method == http.MethodPost:
 			verb, withName, preview = VerbGet, true, true
+			// Saving a plan writes it to the backend for an apply and, for a missing
+			// stack, creates the empty stack record: a change, so it needs update like
+			// the PUT it prepares. Any value but an explicit "false" or none is checked
+			// as a save (the handler then refuses a malformed one).
+			save = c.QueryParam("save") != "" && c.QueryParam("save") != "false"
+		case route == k.route+"/:name/apply" && method == http.MethodPost:
+			verb, withName = VerbUpdate, true
 		default:
 			continue
 		}
@@ -209,6 +221,11 @@ func (s *Server) requestAttributes(c echo.Context) ([]Attributes, error) {
 		}
 		sub := a
 		sub.Verb, sub.Subresource = VerbCreate, SubresourcePreview
+		if save {
+			upd := a
+			upd.Verb = VerbUpdate
+			return []Attributes{a, sub, upd}, nil
+		}
 		return []Attributes{a, sub}, nil
 	}
 	return nil, nil

@@ -205,6 +205,10 @@ func problemOf(err error) (p Problem, internal bool) {
 		se  *SourceError
 		rl  *RateLimitError
 		fe  *ForbiddenError
+		pnf *PlanNotFoundError
+		pst *PlanStaleError
+		pin *PlanIncompleteError
+		pmm *runner.PlanMismatchError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -256,6 +260,28 @@ func problemOf(err error) (p Problem, internal bool) {
 	case errors.Is(err, ErrForbidden):
 		return newProblem(http.StatusForbidden, "forbidden", "Forbidden",
 			"this token's role may only read; changes need an admin token"), false
+	case errors.As(err, &pnf):
+		detail := fmt.Sprintf("%s has no pending plan %s", pnf.What, pnf.ID)
+		if pnf.Pending != "" {
+			detail += " (its pending plan is another one: a newer save replaced it)"
+		}
+		p := newProblem(http.StatusNotFound, "plan-not-found", "Plan not found", detail+"; preview with ?save=true for a plan")
+		p.Errors = []FieldProblem{{Field: "planId", Reason: "not-found", Detail: "no pending plan of the resource has this id"}}
+		return p, false
+	case errors.As(err, &pst):
+		p := newProblem(http.StatusConflict, "plan-mismatch", "Plan no longer matches", pst.Error()+"; the plan was discarded")
+		p.Errors = []FieldProblem{{Field: "planId", Reason: "stale", Detail: pst.Reason}}
+		return p, false
+	case errors.As(err, &pmm):
+		return newProblem(http.StatusConflict, "plan-mismatch", "Plan no longer matches",
+			pmm.Error()+"; nothing ran and the plan was discarded"), false
+	case errors.Is(err, engine.ErrPlanMismatch):
+		// Pulumi refused a step the plan does not hold: the parent's outputs or the cluster
+		// changed since the preview. Steps before it may have run, all of them planned ones.
+		return newProblem(http.StatusConflict, "plan-mismatch", "Plan no longer matches",
+			"Pulumi refused a step the saved plan does not hold (the cluster or a parent's outputs changed since the preview); the plan was discarded: preview again for a new plan"), false
+	case errors.As(err, &pin):
+		return newProblem(http.StatusConflict, "plan-incomplete", "No complete plan", pin.Error()), false
 	case errors.As(err, &nf):
 		return newProblem(http.StatusNotFound, "not-found", "Not found", nf.What+" not found"), false
 	case errors.Is(err, engine.ErrNotFound), errors.Is(err, ErrNotFound):

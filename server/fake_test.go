@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +44,15 @@ type fake struct {
 	upOutputs program.Outputs
 	// previewSteps are the steps Preview reports.
 	previewSteps []engine.Step
+
+	// The saved-plan store (engine.StorePlan …) by stack and id, the plans each Up applied
+	// (nil: a plain up), and planRefuse: Pulumi refusing a step of a plan (ErrPlanMismatch).
+	plans      map[string]map[string]*engine.Plan
+	upPlans    []map[string]*engine.Plan
+	planRefuse bool
+	planSeq    int
+	// previewNothing makes Preview cover no stack (a personal tenant before its shared stack).
+	previewNothing bool
 }
 
 func newFake() *fake { return &fake{Engine: enginetest.New()} }
@@ -86,6 +97,28 @@ func (f *fake) Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runn
 		return nil, err
 	}
 	f.record("Up", t.Stack)
+	f.mu.Lock()
+	f.upPlans = append(f.upPlans, op.Plans)
+	refuse := f.planRefuse
+	f.mu.Unlock()
+	if op.Plans != nil {
+		// What the runner checks before anything runs: a plan for this spec, on every stack.
+		_, prepared, err := kinds.Prepare(obj)
+		if err != nil {
+			return nil, err
+		}
+		digest, err := runner.SpecDigest(prepared)
+		if err != nil {
+			return nil, err
+		}
+		p := op.Plans[t.Stack]
+		if p == nil || p.Meta[runner.PlanMetaSpec] != digest {
+			return nil, &runner.PlanMismatchError{Stack: t.Stack, Reason: "the spec changed since the plan was saved"}
+		}
+		if refuse {
+			return &runner.Outcome{Target: t}, &engine.OpError{Op: engine.OpUp, Stack: t.Stack, Kind: engine.ErrPlanMismatch, Detail: "resource violates plan"}
+		}
+	}
 	if op.Sink != nil {
 		op.Sink(engine.Event{Time: time.Now(), Stack: t.Stack, Operation: engine.OpUp, Kind: engine.EventStart, Message: "up " + t.Stack})
 	}
@@ -114,21 +147,44 @@ func (f *fake) Up(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runn
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, upErr
 }
 
-func (f *fake) Preview(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*runner.Outcome, error) {
+func (f *fake) Preview(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error) {
 	t, err := kinds.TargetOf(obj)
 	if err != nil {
 		return nil, err
 	}
 	f.record("Preview", t.Stack)
 	f.mu.Lock()
-	steps, perr := f.previewSteps, f.previewErr
+	steps, perr, nothing := f.previewSteps, f.previewErr, f.previewNothing
 	f.mu.Unlock()
+	if nothing {
+		return &runner.Outcome{Target: t}, nil
+	}
 	if perr != nil {
 		return &runner.Outcome{Target: t}, perr
 	}
 	res := &engine.Result{Stack: t.Stack, Operation: engine.OpPreview, Changes: engine.Changes{}, Steps: steps}
 	for _, s := range steps {
 		res.Changes[s.Op]++
+	}
+	if op.SavePlans {
+		_, prepared, err := kinds.Prepare(obj)
+		if err != nil {
+			return nil, err
+		}
+		digest, err := runner.SpecDigest(prepared)
+		if err != nil {
+			return nil, err
+		}
+		f.mu.Lock()
+		f.planSeq++
+		seq := f.planSeq
+		f.mu.Unlock()
+		res.Plan = &engine.Plan{Format: 1, ID: fmt.Sprintf("%016x", 0xabc0000+seq), Stack: t.Stack,
+			Meta: map[string]string{runner.PlanMetaSpec: digest}, Pulumi: json.RawMessage(`{}`)}
+		// As the engine: a plan preview of a missing stack creates its empty, untagged record.
+		if _, ok := f.Stack(t.Stack); !ok {
+			f.Put(t.Stack, enginetest.Stack{})
+		}
 	}
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
 }
@@ -151,6 +207,52 @@ func (f *fake) Destroy(ctx context.Context, obj v1alpha1.Object, _ runner.Op) (*
 	f.Drop(t.Stack)
 	res := &engine.Result{Stack: t.Stack, Operation: engine.OpDestroy, Changes: engine.Changes{engine.StepDelete: 1}}
 	return &runner.Outcome{Target: t, Stacks: []runner.StackResult{{Stack: t.Stack, Result: res}}}, nil
+}
+
+func (f *fake) StorePlan(_ context.Context, p *engine.Plan) error {
+	f.record("StorePlan", p.Stack)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.plans == nil {
+		f.plans = map[string]map[string]*engine.Plan{}
+	}
+	if f.plans[p.Stack] == nil {
+		f.plans[p.Stack] = map[string]*engine.Plan{}
+	}
+	f.plans[p.Stack][p.ID] = p
+	return nil
+}
+
+func (f *fake) LoadPlan(_ context.Context, stack, id string) (*engine.Plan, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p := f.plans[stack][id]; p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("%w: %s has no plan %s", engine.ErrPlanNotFound, stack, id)
+}
+
+func (f *fake) DiscardPlans(_ context.Context, stack string, keep ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.plans[stack] {
+		if !slices.Contains(keep, id) {
+			delete(f.plans[stack], id)
+		}
+	}
+	return nil
+}
+
+// savedPlans are the ids of the plans stored for stack.
+func (f *fake) savedPlans(stack string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for id := range f.plans[stack] {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 func (f *fake) Dependents(_ context.Context, t kinds.Target) ([]string, error) {

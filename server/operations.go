@@ -31,10 +31,14 @@ const (
 	OpCreate OperationKind = "create"
 	OpUpdate OperationKind = "update"
 	OpDelete OperationKind = "delete"
+	// OpApply applies a saved plan (POST …/apply).
+	OpApply OperationKind = "apply"
 )
 
 // OperationState is where an operation is. Pending lasts only while the request that made
-// the operation checks the stack; the operation then runs or disappears.
+// the operation checks the stack; the operation then runs or disappears. AwaitingApproval
+// ends a create or update whose saved plan waits for approval (spec.approval): the operation
+// is over and holds no stack; the apply of its plan is an operation of its own.
 type OperationState string
 
 // Operation states.
@@ -44,10 +48,12 @@ const (
 	StateSucceeded OperationState = "succeeded"
 	StateFailed    OperationState = "failed"
 	StateCanceled  OperationState = "canceled"
+	// StateAwaitingApproval: the operation saved a plan instead of applying it (Plan names it).
+	StateAwaitingApproval OperationState = "awaiting-approval"
 )
 
 func (s OperationState) terminal() bool {
-	return s == StateSucceeded || s == StateFailed || s == StateCanceled
+	return s == StateSucceeded || s == StateFailed || s == StateCanceled || s == StateAwaitingApproval
 }
 
 // ErrOperationEnded refuses to cancel an operation that already ended.
@@ -92,7 +98,9 @@ type OperationView struct {
 	Events          int64            `json:"events"`
 	Result          *OperationResult `json:"result,omitempty"`
 	Error           *Problem         `json:"error,omitempty"`
-	Links           OperationLinks   `json:"links"`
+	// Plan is the saved plan the operation waits on (awaiting-approval) or applied.
+	Plan  *OperationPlan `json:"plan,omitempty"`
+	Links OperationLinks `json:"links"`
 }
 
 type sseEvent struct {
@@ -121,6 +129,7 @@ type Operation struct {
 	cancel          context.CancelFunc
 	result          *OperationResult
 	problem         *Problem
+	plan            *OperationPlan
 	events          []sseEvent
 	eventBytes      int64 // data bytes of events
 	maxEvents       int   // bounds of events: older ones are dropped, and a subscriber that
@@ -145,9 +154,17 @@ func (o *Operation) view() OperationView {
 	return OperationView{
 		ID: o.id, Kind: o.kind, State: o.state, Resource: o.resource, Stacks: append([]string(nil), o.stacks...),
 		CreatedAt: o.created, StartedAt: o.started, EndedAt: o.ended, CancelRequested: o.cancelRequested,
-		Events: o.nextSeq - 1, Result: o.result, Error: o.problem,
+		Events: o.nextSeq - 1, Result: o.result, Error: o.problem, Plan: o.plan,
 		Links: OperationLinks{Self: self, Events: self + "/events", Cancel: self + "/cancel", Resource: o.resource.Href},
 	}
+}
+
+// setPlan names the plan the operation applies or waits on, and tells the event stream.
+func (o *Operation) setPlan(p *OperationPlan) {
+	o.mu.Lock()
+	o.plan = p
+	o.mu.Unlock()
+	o.publish("plan", p)
 }
 
 // sink receives the engine's progress events. It must not block (the engine's event stream
@@ -348,6 +365,13 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 	op.mu.Lock()
 	cancelRequested, shutdown := op.cancelRequested, op.shutdown
 	op.mu.Unlock()
+	var wait *awaitingApproval
+	if errors.As(err, &wait) {
+		state, err = StateAwaitingApproval, nil
+		op.mu.Lock()
+		op.plan = wait.plan
+		op.mu.Unlock()
+	}
 	if err != nil {
 		state = StateFailed
 		pr, internal := problemOf(err)

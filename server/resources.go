@@ -132,7 +132,12 @@ func (h resources) ref(c echo.Context, withName bool) (ref, error) {
 // problem found is reported at once: decoding, URL mismatches, metadata, and the type's own
 // Validate (the CRD's rules).
 func (h resources) decodeBody(c echo.Context, r ref) (kinds.Target, v1alpha1.Object, error) {
-	obj, fields, err := h.k.decode(bodyOf(c))
+	return h.decodeDocument(c, r, bodyOf(c))
+}
+
+// decodeDocument is decodeBody of a document sent otherwise (inside an apply request).
+func (h resources) decodeDocument(c echo.Context, r ref, body []byte) (kinds.Target, v1alpha1.Object, error) {
+	obj, fields, err := h.k.decode(body)
 	if err != nil {
 		return kinds.Target{}, nil, err
 	}
@@ -200,10 +205,10 @@ func (h resources) create(c echo.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		if st != nil {
+		if st != nil && !emptyStack(st) {
 			return nil, &ExistsError{What: r.String(), ManagedBy: st.ManagedBy}
 		}
-		return h.upWork(c, op, t, obj, nil)
+		return h.upWork(c, op, r, t, obj, nil, st)
 	})
 }
 
@@ -234,7 +239,7 @@ func (h resources) update(c echo.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		if st == nil && rec == nil {
+		if (st == nil || emptyStack(st)) && rec == nil {
 			return nil, &NotFoundError{What: r.String()}
 		}
 		if st != nil {
@@ -249,14 +254,15 @@ func (h resources) update(c echo.Context) error {
 				return nil, &runner.ManagedElsewhereError{Stack: t.Stack, ManagedBy: st.ManagedBy}
 			}
 		}
-		return h.upWork(c, op, t, obj, rec)
+		return h.upWork(c, op, r, t, obj, rec, st)
 	})
 }
 
 // upWork is what create and update share once the request is accepted (its parent was
 // found ready before the stack was reserved): the spec is stored (over prev, for an update);
-// then the up may start.
-func (h resources) upWork(c echo.Context, op *Operation, t kinds.Target, obj v1alpha1.Object, prev *Record) (work, error) {
+// then the up may start, through the approval gate (approvals.go; st is the own stack's
+// status, nil when there is none).
+func (h resources) upWork(c echo.Context, op *Operation, r ref, t kinds.Target, obj v1alpha1.Object, prev *Record, st *engine.StackStatus) (work, error) {
 	ctx := c.Request().Context()
 	rec, err := newRecord(h.k, obj, t, prev, time.Now())
 	if err != nil {
@@ -265,7 +271,7 @@ func (h resources) upWork(c echo.Context, op *Operation, t kinds.Target, obj v1a
 	if err := h.s.specs.Put(ctx, rec); err != nil {
 		return nil, err
 	}
-	up := h.s.upWork(obj, op)
+	up := h.s.gatedWork(r, obj, op, st, rec)
 	if prev != nil {
 		return up, nil
 	}
@@ -347,6 +353,9 @@ func (h resources) remove(c echo.Context) error {
 				if derr := h.s.specs.Delete(context.WithoutCancel(ctx), stack); derr != nil {
 					h.s.log.Error("delete stored spec", "stack", stack, "operation", op.id, "err", derr)
 				}
+				if p, perr := h.s.plans.GetPlan(ctx, stack); perr == nil {
+					h.s.dropPlans(ctx, p) // a plan of a resource that is gone is never applied
+				}
 			}
 			return out, err
 		}, nil
@@ -356,8 +365,8 @@ func (h resources) remove(c echo.Context) error {
 // belongs: the resource exists (stack or stored spec) and, for a server, under the URL's
 // tenant.
 func (h resources) belongs(r ref, rec *Record, st *engine.StackStatus) bool {
-	if rec == nil && st == nil {
-		return false
+	if rec == nil && (st == nil || emptyStack(st)) {
+		return false // an unclaimed empty stack (a saved plan's) is no resource yet
 	}
 	if h.k.parent == nil {
 		return true
@@ -513,10 +522,15 @@ func (h resources) views(ctx context.Context, r ref, names []string, recs map[st
 
 // preview: POST …/{name}/preview, synchronous. With a body it previews that document (checked
 // like a PUT); without one, the stored spec, which shows drift between the spec and the
-// cluster. 200 with the structured diff; nothing changes.
+// cluster. 200 with the structured diff; nothing changes. With ?save=true the plan is saved
+// for a later apply (approvals.go).
 func (h resources) preview(c echo.Context) error {
 	ctx := c.Request().Context()
 	r, stack, rec, err := h.stored(c)
+	if err != nil {
+		return err
+	}
+	save, err := saveParam(c)
 	if err != nil {
 		return err
 	}
@@ -559,6 +573,9 @@ func (h resources) preview(c echo.Context) error {
 		if err := h.s.checkSources(ctx, obj); err != nil {
 			return err
 		}
+	}
+	if save {
+		return h.savePreview(c, r, t, obj, rec)
 	}
 	out, err := h.s.run.Preview(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Message: "tfrs api: preview " + r.String()})
 	if err != nil {

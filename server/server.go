@@ -47,6 +47,10 @@ type Engine interface {
 	Status(ctx context.Context, stack string) (*engine.StackStatus, error)
 	Outputs(ctx context.Context, stack string) (program.Outputs, error)
 	List(ctx context.Context, prefix string) ([]engine.StackSummary, error)
+	// The saved-plan store (approvals.go).
+	StorePlan(ctx context.Context, p *engine.Plan) error
+	LoadPlan(ctx context.Context, stack, id string) (*engine.Plan, error)
+	DiscardPlans(ctx context.Context, stack string, keep ...string) error
 }
 
 var (
@@ -185,6 +189,7 @@ type Server struct {
 	run    Runner
 	eng    Engine
 	specs  SpecStore
+	plans  PlanStore
 	authn  Authenticator
 	authz  Authorizer
 	ops    *registry
@@ -206,6 +211,11 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, run: cfg.Runner, eng: cfg.Engine, specs: cfg.Specs,
 		m: newMetrics(cfg.Engine), closing: make(chan struct{}),
+	}
+	if ps, ok := cfg.Specs.(PlanStore); ok {
+		s.plans = ps
+	} else {
+		s.plans = &memoryPlans{}
 	}
 	s.authn, s.authz = authenticators{newStaticTokens(cfg.Tokens)}, modeAuthorizer{AuthStatic: staticAuthorizer{}}
 	if cfg.Kubernetes != nil {
@@ -276,6 +286,7 @@ func (s *Server) newEcho() *echo.Echo {
 		e.PUT(col+"/:name", h.update, normal)
 		e.DELETE(col+"/:name", h.remove, normal)
 		e.POST(col+"/:name/preview", h.preview, long)
+		e.POST(col+"/:name/apply", h.apply, normal)
 	}
 	e.GET("/v1/operations/:id", s.getOperation, normal)
 	e.GET("/v1/operations/:id/events", s.operationEvents, stream)

@@ -95,8 +95,9 @@ func ImportLegacySpecs(ctx context.Context, dir string, to SpecStore) (int, erro
 // MemorySpecStore keeps records in memory: for tests, and for a server whose records may be
 // lost on restart.
 type MemorySpecStore struct {
-	mu   sync.Mutex
-	recs map[string]Record
+	mu      sync.Mutex
+	recs    map[string]Record
+	pending memoryPlans
 }
 
 // NewMemorySpecStore returns an empty store.

@@ -257,7 +257,7 @@ func (c *apiClient) wait(path string) server.OperationView {
 	c.t.Helper()
 	for {
 		v := c.operation(path)
-		if v.State == server.StateSucceeded || v.State == server.StateFailed || v.State == server.StateCanceled {
+		if v.State == server.StateSucceeded || v.State == server.StateFailed || v.State == server.StateCanceled || v.State == server.StateAwaitingApproval {
 			return v
 		}
 		select {
