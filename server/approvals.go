@@ -101,17 +101,6 @@ func (e *PlanIncompleteError) Error() string {
 	return fmt.Sprintf("no complete plan of %s can be saved: %s", e.What, e.Reason)
 }
 
-// approvalOf reads spec.approval.mode without switching on the kind: every spec has it.
-func approvalOf(obj v1alpha1.Object) v1alpha1.ApprovalMode {
-	var s struct {
-		Approval v1alpha1.ApprovalSpec `json:"approval"`
-	}
-	if b, err := json.Marshal(obj.GetSpec()); err == nil && json.Unmarshal(b, &s) == nil {
-		return s.Approval.Effective()
-	}
-	return v1alpha1.ApprovalManual // unreadable: the gate that never applies unreviewed
-}
-
 // hasResources: the stack exists and an update ran on it. A stack without one is empty (a
 // plan preview creates such a record) and has no data to lose.
 func hasResources(st *engine.StackStatus) bool {
@@ -204,7 +193,7 @@ func (p *PendingPlan) view(r ref) *OperationPlan {
 // gatedWork is the body of a create or update under spec.approval; rec is the spec record
 // just stored, st the own stack's status (nil: no stack).
 func (s *Server) gatedWork(r ref, obj v1alpha1.Object, op *Operation, st *engine.StackStatus, rec *Record) work {
-	mode := approvalOf(obj)
+	mode := obj.Approval()
 	if mode == v1alpha1.ApprovalAuto || (mode == v1alpha1.ApprovalOnDataLoss && !hasResources(st)) {
 		return s.upWork(obj, op)
 	}
