@@ -19,7 +19,7 @@ import (
 // TestCLISavedPlans is the pull-request → merge → apply-the-reviewed-plan workflow against a
 // local control plane with the real engine: plans saved by `preview --save-plan` are what
 // `up --plan` applies (the cluster's charts and manifests, then a whole tenant, each created
-// from its plan); an up that would reach an object without a plan, or one whose spec changed
+// from its plan, then a server); an up that would reach an object without a plan, or one whose spec changed
 // after the review, fails before anything runs; a Manual tenant is applied only from a plan.
 func TestCLISavedPlans(t *testing.T) {
 	start := time.Now()
@@ -95,6 +95,28 @@ func TestCLISavedPlans(t *testing.T) {
 	assert.True(t, nsExists("acme"))
 	t.Logf("tenant from its plan: %s", time.Since(mark))
 	code, out = runCaptured(t, cmd("preview", "-f", both, "--detailed-exitcode")...)
+	require.Equal(t, 0, code, "the plan left nothing to do: %s", out)
+
+	// A server of that tenant, planned now that the tenant is up, is created from its plan
+	// too (Deployments, init Jobs, Secrets, ConfigMaps).
+	withServer := filepath.Join(t.TempDir(), "with-server.yaml")
+	require.NoError(t, os.WriteFile(withServer, append(raw, []byte(`
+---
+apiVersion: tfrs.io/v1alpha1
+kind: TFRServer
+metadata: {name: bot1, namespace: tfrs-system}
+spec: {tenantRef: acme, robotId: bot1, robotType: chat, image: "tfrobot/tfrobot-server:1.0.0"}
+`)...), 0o600))
+	plansS := t.TempDir()
+	code, out = runCaptured(t, cmd("preview", "-f", withServer, "--save-plan", plansS)...)
+	require.Equal(t, 0, code, out)
+	files, _ = filepath.Glob(filepath.Join(plansS, "*.plan.json"))
+	require.Len(t, files, 3, "%v", files)
+	mark = time.Now()
+	code, out = runCaptured(t, cmd("up", "-f", withServer, "--plan", plansS)...)
+	require.Equal(t, 0, code, out)
+	t.Logf("server from its plan: %s", time.Since(mark))
+	code, out = runCaptured(t, cmd("preview", "-f", withServer, "--detailed-exitcode")...)
 	require.Equal(t, 0, code, "the plan left nothing to do: %s", out)
 
 	// A Manual tenant: a plain up is refused; an edit after the review makes the reviewed plan

@@ -86,16 +86,67 @@ func (b *bench) provision(ctx context.Context) error {
 		}
 		noops = append(noops, d)
 	}
+	// The same unchanged previews through the long-lived HTTP API: no process start, and the
+	// stacks' keys and the parent's outputs stay warm after the first request (the operator's
+	// previews run on the same engine path). The first request warms up and is not counted.
+	httpPreviews, err := b.httpPreviews(ctx)
+	if err != nil {
+		return err
+	}
 	b.report.ratio("1", fmt.Sprintf("enterprise tenant from nothing (%d objects), median of %d", objects, b.cfg.rounds),
 		"tfrs up", median(ups), "kubectl apply --server-side + waits", median(floors), 1.5)
 	b.report.ratio("2", fmt.Sprintf("unchanged tenant preview, median of %d", b.cfg.rounds),
 		"tfrs preview", median(previews), "kubectl diff --server-side", median(diffs), 2.0)
 	b.report.ratio("2b", fmt.Sprintf("no-op up of the same tenant against its unchanged preview, median of %d", b.cfg.rounds),
 		"tfrs up", median(noops), "tfrs preview", median(previews), 2.0)
+	b.report.ratio("2c", fmt.Sprintf("unchanged tenant preview through the HTTP API (tfrs serve, warm), median of %d", len(httpPreviews)),
+		"POST …/preview", median(httpPreviews), "kubectl diff --server-side", median(diffs), 1.5)
+	b.report.note("2c: HTTP previews %v", fmtDurations(httpPreviews))
 	b.report.note("1: tfrs up per round %v; floor %v", fmtDurations(ups), fmtDurations(floors))
 	b.report.note("2: tfrs preview per round %v; kubectl diff %v", fmtDurations(previews), fmtDurations(diffs))
 	b.report.note("2b: tfrs up (no changes) per round %v", fmtDurations(noops))
 	return nil
+}
+
+// httpPreviews times POST …/preview of each round's (unchanged) tenant through tfrs serve on
+// the same state, after one warm-up request; each must report no changes.
+func (b *bench) httpPreviews(ctx context.Context) ([]time.Duration, error) {
+	a, err := b.startAPI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer a.stop()
+	preview := func(r int) (time.Duration, error) {
+		tt := b.tenant(fmt.Sprintf("up%d", r), false)
+		var res struct {
+			Summary map[string]int `json:"summary"`
+		}
+		start := time.Now()
+		_, err := a.do(ctx, "POST", fmt.Sprintf("/v1/namespaces/%s/tenants/%s/preview", tt.Namespace, tt.Name), tt, &res)
+		d := time.Since(start)
+		if err != nil {
+			return d, err
+		}
+		for op, n := range res.Summary {
+			if n > 0 && (op == "create" || op == "update" || op == "replace" || op == "delete") {
+				return d, fmt.Errorf("HTTP preview of unchanged %s reports %d %s", tt.Name, n, op)
+			}
+		}
+		return d, nil
+	}
+	if _, err := preview(1); err != nil {
+		return nil, err
+	}
+	var ds []time.Duration
+	for r := 1; r <= b.cfg.rounds; r++ {
+		logf("round %d: POST …/preview up%d through tfrs serve", r, r)
+		d, err := preview(r)
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	return ds, nil
 }
 
 // tenant is a defaulted enterprise tenant of the bench cluster whose charts are the offline
