@@ -256,11 +256,10 @@ func (r *reconciler) planOrApply(ctx context.Context, obj v1alpha1.Object, t kin
 // applyApproved is the job of actApply: the approved set's plans, exactly.
 func (r *reconciler) applyApproved(ctx context.Context, obj v1alpha1.Object, t kinds.Target, j *job, op runner.Op) error {
 	plans, err := r.plans.load(ctx, t.Stack, j.approved)
-	if errors.Is(err, engine.ErrPlanNotFound) {
-		return fmt.Errorf("%w (%v)", engine.ErrPlanMismatch, err) // gone: propose a new one
-	}
 	if err != nil {
-		return err
+		// Gone, or not readable as the plan that was reviewed (its content no longer matches
+		// its id): never apply anything else, propose a new plan instead.
+		return fmt.Errorf("%w: %w", engine.ErrPlanMismatch, err)
 	}
 	op.Plans = plans
 	j.outcome, err = r.runner.Up(ctx, obj, op)
