@@ -230,6 +230,9 @@ func plansOf(out *runner.Outcome) (map[string]*engine.Plan, error) {
 func (r *reconciler) planOrApply(ctx context.Context, obj v1alpha1.Object, t kinds.Target, j *job, op runner.Op) error {
 	pre := op
 	pre.SavePlans, pre.Message = true, "tfrs operator: plan ("+j.why+")"
+	// status.lastOperation.progress counts the resources an up has done; a preview's events
+	// would count the same resources twice.
+	pre.Sink = nil
 	out, err := r.runner.Preview(ctx, obj, pre)
 	if err != nil {
 		return err
