@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -178,18 +179,27 @@ func TestApprovalGate(t *testing.T) {
 		assert.NotZero(t, tn.Status.LastOperation.Changes.Update)
 	})
 
-	step("OnDataLoss: a storage class edit that replaces the Redis PVC waits", func(t *testing.T) {
+	// A PVC's storage class or access mode is immutable: the provider does not plan a replace
+	// for it, the API server's dry run refuses the change (the preview fails, nothing waits).
+	// What loses data in the tenant program is removing a data-bearing component: switching
+	// TimescaleDB off deletes its CNPG Cluster.
+	step("OnDataLoss: switching TimescaleDB on applies, switching it off waits", func(t *testing.T) {
+		edit(t, "timescaledb on (a create)", func() { tn.Spec.TimescaleDB.Enabled = ptr.To(true) })
+		assert.NotZero(t, tn.Status.LastOperation.Changes.Create)
 		require.NoError(t, e.c.Get(ctx, client.ObjectKeyFromObject(tn), tn))
-		tn.Spec.Redis.StorageClassName = "other-class"
+		tn.Spec.TimescaleDB.Enabled = ptr.To(false)
 		require.NoError(t, e.c.Update(ctx, tn))
 		timed(t, "data-loss plan", func() { e.waitFor(t, tn, 5*time.Minute, "a pending plan", pendingFor(tn, tn.Generation)) })
 		p := tn.Status.PendingPlan
 		t.Logf("data-loss plan %s: %v %v", p.ID, p.Changes, p.DataLoss)
 		assert.Equal(t, waitDataLoss, p.Reason)
-		assert.Contains(t, p.DataLoss, fmt.Sprintf("replace %s redis-data", diff.TypePVC))
+		assert.Contains(t, strings.Join(p.DataLoss, "\n"), "delete "+diff.TypeCNPGCluster+" ")
 		msg := cond(tn, v1alpha1.ConditionApproved).Message
 		assert.Contains(t, msg, "kubectl annotate tfrtenant gated tfrs.io/approve="+p.ID)
 		assert.False(t, strings.Contains(msg, "password"), "no values in the message: %s", msg)
+		res, err := op.eng.Resources(ctx, "tenant."+itNamespace+".gated")
+		require.NoError(t, err)
+		assert.Contains(t, fmt.Sprint(res), diff.TypeCNPGCluster, "the TimescaleDB cluster is still there")
 	})
 
 	step("deleting objects with a pending plan destroys them", func(t *testing.T) {
