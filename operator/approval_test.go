@@ -3,7 +3,9 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
 )
 
 // The approval gate's decisions, as facts → verdict.
@@ -215,4 +218,155 @@ func TestPlanBook(t *testing.T) {
 
 	_, err = planBook{}.propose(ctx, own, map[string]*engine.Plan{own: p1})
 	assert.ErrorIs(t, err, errNoPlanStore, "an engine without a plan store gates nothing: it refuses")
+}
+
+// planningEngine adds saved plans to the fake engine: a Preview with SavePlan saves a plan of
+// the steps it reports (steps, for the stacks named there), an Up with a plan records it and,
+// when refuse is set, fails as Pulumi does when the program would leave the plan.
+type planningEngine struct {
+	*enginetest.Engine
+	*memPlans
+	mu      sync.Mutex
+	steps   map[string][]engine.Step // per stack, what a preview reports
+	refuse  bool
+	applied []string // ids of the plans Ups ran with
+	n       int
+}
+
+func (p *planningEngine) Preview(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	res, err := p.Engine.Preview(ctx, req)
+	if err != nil || !req.SavePlan {
+		return res, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	res.Steps = p.steps[req.Stack]
+	res.Plan = &engine.Plan{ID: fmt.Sprintf("%016x", p.n), Stack: req.Stack, Meta: req.PlanMeta}
+	return res, nil
+}
+
+func (p *planningEngine) Up(ctx context.Context, req engine.Request) (*engine.Result, error) {
+	if req.Plan != nil {
+		p.mu.Lock()
+		p.applied = append(p.applied, req.Plan.ID)
+		refuse := p.refuse
+		p.mu.Unlock()
+		if refuse {
+			return nil, fmt.Errorf("%w: resource violates plan", engine.ErrPlanMismatch)
+		}
+	}
+	return p.Engine.Up(ctx, req)
+}
+
+// usePlans runs the reconcilers on the planning engine.
+func (h *harness) usePlans() *planningEngine {
+	pe := &planningEngine{Engine: h.eng, memPlans: &memPlans{plans: map[string]*engine.Plan{}, bkt: memblob.OpenBucket(nil)},
+		steps: map[string][]engine.Step{}}
+	h.useEngine(pe)
+	for _, r := range h.recs {
+		r.plans = planBook{store: pe}
+	}
+	return pe
+}
+
+func hasEvent(evs []string, reason string) bool {
+	for _, e := range evs {
+		if strings.Contains(e, " "+reason+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// The gate in the reconcile core: a Manual cluster plans, runs nothing, applies exactly the
+// approved plan once; a plan the up refuses is discarded and proposed again; OnDataLoss
+// applies a loss-free plan at once and holds a data-losing one.
+func TestApprovalGateInTheCore(t *testing.T) {
+	c := newCluster("main")
+	c.Spec.Approval.Mode = v1alpha1.ApprovalManual
+	h := newHarness(t, c)
+	pe := h.usePlans()
+	create := engine.Step{URN: "urn:pulumi:cluster.main::tfrs::kubernetes:core/v1:Namespace::istio-system", Type: diff.TypeNamespace, Op: engine.StepCreate}
+	pe.steps["cluster.main"] = []engine.Step{create}
+
+	h.settle(c)
+	h.get(c)
+	p := c.Status.PendingPlan
+	require.NotNil(t, p, "status: %+v", c.Status.Conditions)
+	assert.Equal(t, waitManual, p.Reason)
+	assert.Equal(t, map[string]int32{"create": 1}, p.Changes)
+	assert.Equal(t, []string{"preview cluster.main"}, h.eng.Ops(), "a Manual first up only plans")
+	assert.Equal(t, v1alpha1.ReasonAwaitingApproval, cond(c, v1alpha1.ConditionApproved).Reason)
+	assert.True(t, hasEvent(h.drainEvents(), v1alpha1.ReasonAwaitingApproval))
+
+	// A resync runs nothing while the plan waits; a wrong id neither.
+	h.advance(time.Hour)
+	update(t, h, c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationApprove: "00000000000000ff"} })
+	h.settle(c)
+	h.get(c)
+	assert.Equal(t, []string{"preview cluster.main"}, h.eng.Ops())
+	assert.Equal(t, p.ID, c.Status.PendingPlan.ID)
+	assert.NotContains(t, c.Annotations, v1alpha1.AnnotationApprove)
+	assert.True(t, hasEvent(h.drainEvents(), reasonApprovalIgnored))
+
+	update(t, h, c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationApprove: p.ID} })
+	h.settle(c)
+	h.get(c)
+	assert.Equal(t, []string{p.ID}, pe.applied, "the up ran exactly the approved plan")
+	assert.Equal(t, metav1.ConditionTrue, cond(c, v1alpha1.ConditionReady).Status)
+	assert.Equal(t, v1alpha1.ReasonPlanApplied, cond(c, v1alpha1.ConditionApproved).Reason)
+	assert.Nil(t, c.Status.PendingPlan)
+	assert.NotContains(t, c.Annotations, v1alpha1.AnnotationApprove)
+	assert.Empty(t, pe.plans, "an applied plan is discarded")
+	h.settle(c)
+	assert.Equal(t, []string{p.ID}, pe.applied, "never applied twice")
+
+	// The program now leaves the plan: refused, discarded, proposed again.
+	update(t, h, c, func() { c.Spec.Domain = "other.example.com"; bumpGeneration(c) })
+	h.settle(c)
+	h.get(c)
+	p2 := c.Status.PendingPlan
+	require.NotNil(t, p2)
+	pe.refuse = true
+	update(t, h, c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationApprove: p2.ID} })
+	h.settle(c)
+	h.get(c)
+	assert.Nil(t, c.Status.PendingPlan)
+	assert.Equal(t, v1alpha1.ReasonPlanStale, cond(c, v1alpha1.ConditionReady).Reason)
+	assert.Equal(t, v1alpha1.ReasonPlanStale, cond(c, v1alpha1.ConditionApproved).Reason)
+	assert.True(t, hasEvent(h.drainEvents(), v1alpha1.ReasonPlanStale))
+	assert.Empty(t, pe.plans)
+	pe.refuse = false
+	h.advance(time.Minute) // the refusal counts for the backoff
+	h.settle(c)
+	h.get(c)
+	p3 := c.Status.PendingPlan
+	require.NotNil(t, p3, "a new plan is proposed")
+	assert.NotEqual(t, p2.ID, p3.ID)
+
+	// OnDataLoss: a loss-free change applies at once, through its plan; a data-losing one waits.
+	update(t, h, c, func() { c.Spec.Approval.Mode = v1alpha1.ApprovalOnDataLoss; bumpGeneration(c) })
+	h.settle(c)
+	h.get(c)
+	assert.Nil(t, c.Status.PendingPlan, "the stale Manual plan is gone and nothing is lost")
+	assert.Equal(t, metav1.ConditionTrue, cond(c, v1alpha1.ConditionReady).Status)
+	assert.Len(t, pe.applied, 3, "applied through the plan just saved")
+
+	tn := newTenant("acme", "acme", "main")
+	tn.Spec.Approval = v1alpha1.ApprovalSpec{} // the default, OnDataLoss
+	require.NoError(t, h.c.Create(context.Background(), tn))
+	h.settle(tn)
+	h.get(tn)
+	assert.Equal(t, metav1.ConditionTrue, cond(tn, v1alpha1.ConditionReady).Status)
+	assert.Len(t, pe.applied, 3, "a first up cannot lose data: a plain up")
+	pe.steps["tenant.acme.acme"] = []engine.Step{{URN: "urn:pulumi:tenant.acme.acme::tfrs::tfrs:tenant:TimescaleDB$kubernetes:postgresql.cnpg.io/v1:Cluster::timescaledb-cluster",
+		Type: diff.TypeCNPGCluster, Op: engine.StepDelete}}
+	update(t, h, tn, func() { tn.Spec.TimescaleDB.Enabled = ptr.To(false); bumpGeneration(tn) })
+	h.settle(tn)
+	h.get(tn)
+	require.NotNil(t, tn.Status.PendingPlan)
+	assert.Equal(t, waitDataLoss, tn.Status.PendingPlan.Reason)
+	assert.Equal(t, []string{"delete " + diff.TypeCNPGCluster + " timescaledb-cluster"}, tn.Status.PendingPlan.DataLoss)
+	assert.Len(t, pe.applied, 3)
 }
