@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -321,20 +322,52 @@ func setApproved(st *v1alpha1.StackStatus, gen int64, status metav1.ConditionSta
 func (r *reconciler) collectStale(ctx context.Context, obj v1alpha1.Object, t kinds.Target, j *job) {
 	st := obj.GetStackStatus()
 	st.ObservedGeneration, st.LastHandledReconcileRequest = j.gen, j.request
-	msg := "the saved plan no longer matches what the program would do (the spec, a parent's outputs or the cluster changed); it was discarded and a new plan is proposed: " + r.clean(obj, j.err.Error())
+	msg := "the saved plan no longer matches what the program would do (the spec, a parent's outputs or the cluster changed); it was discarded and a new plan is proposed: " + staleCause(j.err)
 	r.dropPending(ctx, obj, t, "", msg)
 	st.LastOperation = operation(v1alpha1.OperationUp, j, j.outcome, msg)
 	r.jobs.recordResult(t.Stack, true)
 	setPhase(st, j.gen, phase{ready: metav1.ConditionFalse, reason: v1alpha1.ReasonPlanStale, message: msg, reconciling: true})
 }
 
+// reViolation finds the resources Pulumi named when it refused a step outside the plan.
+var reViolation = regexp.MustCompile(`resource (urn:pulumi:\S+?) violates plan`)
+
+// staleCause says why a plan was refused without quoting Pulumi's diff, whose property values
+// may be secret: the runner's own reason, or the resources that left the plan.
+func staleCause(err error) string {
+	var pm *runner.PlanMismatchError
+	if errors.As(err, &pm) {
+		return pm.Error()
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, m := range reViolation.FindAllStringSubmatch(err.Error(), -1) {
+		if !seen[m[1]] && len(names) < 10 {
+			seen[m[1]] = true
+			_, name := diff.ParseURN(m[1])
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "Pulumi refused a step outside the plan"
+	}
+	return "Pulumi refused steps outside the plan for: " + strings.Join(names, ", ")
+}
+
+// discardPlans drops own's pending set, bounded like every engine read in Reconcile.
+func (r *reconciler) discardPlans(ctx context.Context, own string) {
+	ctx, cancel := context.WithTimeout(ctx, r.readTO)
+	defer cancel()
+	if err := r.plans.discard(ctx, own); err != nil && !errors.Is(err, errNoPlanStore) {
+		ctrl.LoggerFrom(ctx).Error(err, "discard the saved plans", "stack", own)
+	}
+}
+
 // dropPending discards the pending plan set (a stale one, or one a new plan replaces) and
 // says so; old names the pending plan id being dropped ("" when status has none).
 func (r *reconciler) dropPending(ctx context.Context, obj v1alpha1.Object, t kinds.Target, old, msg string) {
 	st := obj.GetStackStatus()
-	if err := r.plans.discard(ctx, t.Stack); err != nil && !errors.Is(err, errNoPlanStore) {
-		ctrl.LoggerFrom(ctx).Error(err, "discard the stale plans", "stack", t.Stack)
-	}
+	r.discardPlans(ctx, t.Stack)
 	if old != "" {
 		msg = fmt.Sprintf("plan %s: %s", old, msg)
 	}
@@ -352,9 +385,7 @@ func (r *reconciler) collectApplied(ctx context.Context, obj v1alpha1.Object, t 
 	msg := "no approval needed: the plan loses no data"
 	if j.approved != "" {
 		msg = fmt.Sprintf("approved plan %s applied: %s", j.approved, changeSummary(j.outcome))
-		if err := r.plans.discard(ctx, t.Stack); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "discard the applied plans", "stack", t.Stack)
-		}
+		r.discardPlans(ctx, t.Stack)
 		r.clearApproval(ctx, obj)
 		r.event(obj, corev1.EventTypeNormal, v1alpha1.ReasonPlanApplied, "Up", msg)
 	}

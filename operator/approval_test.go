@@ -370,3 +370,13 @@ func TestApprovalGateInTheCore(t *testing.T) {
 	assert.Equal(t, []string{"delete " + diff.TypeCNPGCluster + " timescaledb-cluster"}, tn.Status.PendingPlan.DataLoss)
 	assert.Len(t, pe.applied, 3)
 }
+
+// A refused plan is reported by resource name, never by Pulumi's diff (its values may be
+// secret).
+func TestStaleCause(t *testing.T) {
+	err := fmt.Errorf("%w: error: resource urn:pulumi:tenant.a.b::tfrs::tfrs:tenant:Redis$kubernetes:core/v1:Secret::redis-auth violates plan: properties changed: ~~data[{password:hunter2-secret}]", engine.ErrPlanMismatch)
+	got := staleCause(err)
+	assert.Equal(t, "Pulumi refused steps outside the plan for: redis-auth", got)
+	assert.NotContains(t, got, "hunter2")
+	assert.Equal(t, "Pulumi refused a step outside the plan", staleCause(engine.ErrPlanMismatch))
+}
