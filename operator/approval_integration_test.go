@@ -177,6 +177,15 @@ func TestApprovalGate(t *testing.T) {
 		edit(t, "postgresql size 10Gi → 12Gi", func() { tn.Spec.PostgreSQL.Size = ptrQ("12Gi") })
 		assert.Zero(t, tn.Status.LastOperation.Changes.Replace, "a CNPG Cluster's size is an in-place update")
 		assert.NotZero(t, tn.Status.LastOperation.Changes.Update)
+		// What the plan costs: the same kind of edit as a plain up (Auto), for the log.
+		edit(t, "switch to Auto", func() { tn.Spec.Approval.Mode = v1alpha1.ApprovalAuto })
+		edit(t, "redis memory limit, plain up (Auto)", func() {
+			tn.Spec.Redis.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("640Mi")}
+		})
+		edit(t, "back to OnDataLoss", func() { tn.Spec.Approval.Mode = v1alpha1.ApprovalOnDataLoss })
+		edit(t, "redis memory limit, preview + up --plan (OnDataLoss)", func() {
+			tn.Spec.Redis.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("704Mi")}
+		})
 	})
 
 	// A PVC's storage class or access mode is immutable: the provider does not plan a replace
