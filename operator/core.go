@@ -46,6 +46,7 @@ type reconciler struct {
 	// progressInterval bounds the status patches of a running operation's progress (progress.go).
 	progressInterval time.Duration
 	progressEvents   *eventThrottle // Progress Events per object, across its jobs
+	plans            planBook       // pending plan sets of the approval gate (approval.go)
 }
 
 // Reconcile: get → finalizer → deferred status patch → delete path or apply path. It never
@@ -118,11 +119,26 @@ func (r *reconciler) apply(ctx context.Context, obj v1alpha1.Object) (ctrl.Resul
 	}
 	v := decide(f, r.timing)
 	log := ctrl.LoggerFrom(ctx).WithValues("stack", t.Stack)
+	if v.Ignored != "" {
+		r.ignoreApproval(ctx, obj, v.Ignored)
+	}
+	if p := st.PendingPlan; v.Stale && p != nil {
+		why := "a reconcile request asked for a new plan"
+		if p.Generation != gen {
+			why = fmt.Sprintf("the spec changed (generation %d, the plan was taken for %d)", gen, p.Generation)
+		}
+		r.dropPending(ctx, obj, t, p.ID, why+"; it was discarded and a new plan is proposed")
+		if f.Approve != "" {
+			r.clearApproval(ctx, obj) // it approved the discarded plan
+		}
+	}
 	switch v.Action {
-	case actUp:
-		log.Info("starting up", "why", v.Why)
-		r.startUp(obj, t, f, v.Why)
+	case actUp, actPlan, actApply:
+		log.Info("starting up", "why", v.Why, "gate", v.Action.String())
+		r.startUp(obj, t, f, v)
 		return ctrl.Result{RequeueAfter: r.poll}, nil
+	case actAwait:
+		log.V(1).Info("plan waits for approval", "plan", st.PendingPlan.ID)
 	case actDriftCheck:
 		log.Info("starting drift check")
 		r.startDrift(obj, t)
@@ -145,6 +161,7 @@ func (r *reconciler) facts(ctx context.Context, obj v1alpha1.Object, t kinds.Tar
 		Now: r.now(), Generation: obj.GetGeneration(), Status: obj.GetStackStatus(),
 		Request: obj.GetAnnotations()[v1alpha1.AnnotationReconcileRequest],
 		Drift:   obj.GetDriftDetection(), Failures: r.jobs.failures(t.Stack), ParentKnown: true,
+		Approval: obj.GetApproval().Effective(), Approve: obj.GetAnnotations()[v1alpha1.AnnotationApprove],
 	}
 	parents, err := r.kind.parents(ctx, r.client, obj, t)
 	if err != nil {
@@ -192,19 +209,37 @@ func key(o client.Object) string {
 	return o.GetNamespace() + "/" + o.GetName()
 }
 
-// startUp runs an up as a job on a snapshot of the object.
-func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, why string) {
-	st := obj.GetStackStatus()
+// startUp runs an up as a job on a snapshot of the object: a plain one (actUp), one through
+// the approval gate (actPlan), or the approved plan (actApply).
+func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, v verdict) {
+	st, why := obj.GetStackStatus(), v.Why
 	j := &job{kind: jobUp, uid: obj.GetUID(), gen: obj.GetGeneration(), why: why, request: f.Request,
-		parentDigest: f.ParentDigest, decision: pendingDecision(obj)}
+		parentDigest: f.ParentDigest, decision: pendingDecision(obj), gated: v.Action == actPlan}
+	if v.Action == actApply {
+		j.approved, j.request = st.PendingPlan.ID, st.LastHandledReconcileRequest
+	}
 	if !f.ParentKnown {
 		j.parentDigest = st.ParentDigest // unknown now: keep what the last up ran against
 	}
 	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
-		j.outcome, j.err = r.up(ctx, snapshot, why, j.decision, j.sink)
+		op := r.op(snapshot, why, j.sink)
+		switch {
+		case j.approved != "":
+			j.err = r.applyApproved(ctx, snapshot, t, j, op)
+		case j.gated:
+			j.err = r.planOrApply(ctx, snapshot, t, j, op)
+		default:
+			j.outcome, j.err = r.up(ctx, snapshot, op, j.decision)
+		}
 	}, obj)
 	msg := "up running: " + why
+	switch v.Action {
+	case actPlan:
+		msg = "plan running (spec.approval." + string(f.Approval) + "): " + why
+	case actApply:
+		msg = "applying the approved plan " + j.approved
+	}
 	if prev := readyReason(st); why == whyRetry && prev != "" && prev != v1alpha1.ReasonProgressing {
 		msg += " (the last attempt ended with " + prev + ")" // keep the cause visible while retrying
 	}
@@ -215,8 +250,7 @@ func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, why s
 
 // up runs the object's up; with a pending-decision annotation it resolves an interrupted create
 // of a data-bearing resource the way the human chose and runs once more.
-func (r *reconciler) up(ctx context.Context, obj v1alpha1.Object, why, decision string, sink engine.Sink) (*runner.Outcome, error) {
-	op := runner.Op{Door: engine.ManagedByOperator, Sink: sink, Message: fmt.Sprintf("tfrs operator: %s (generation %d)", why, obj.GetGeneration())}
+func (r *reconciler) up(ctx context.Context, obj v1alpha1.Object, op runner.Op, decision string) (*runner.Outcome, error) {
 	out, err := r.runner.Up(ctx, obj, op)
 	var oe *engine.OpError
 	if decision != "" && errors.Is(err, engine.ErrPendingNeedsDecision) && errors.As(err, &oe) {
@@ -227,6 +261,11 @@ func (r *reconciler) up(ctx context.Context, obj v1alpha1.Object, why, decision 
 		out, err = r.runner.Up(ctx, obj, op)
 	}
 	return out, err
+}
+
+// op is the runner operation of an up of obj.
+func (r *reconciler) op(obj v1alpha1.Object, why string, sink engine.Sink) runner.Op {
+	return runner.Op{Door: engine.ManagedByOperator, Sink: sink, Message: fmt.Sprintf("tfrs operator: %s (generation %d)", why, obj.GetGeneration())}
 }
 
 // startDrift runs a drift check as a job. Conditions other than Drifted stay: the object is
@@ -245,6 +284,12 @@ func (r *reconciler) startDestroy(obj v1alpha1.Object, t kinds.Target) {
 	snapshot := obj.DeepCopyObject().(v1alpha1.Object)
 	r.start(t, j, func(ctx context.Context, j *job) {
 		j.outcome, j.err = r.runner.Destroy(ctx, snapshot, runner.Op{Door: engine.ManagedByOperator, Sink: j.sink, Message: "tfrs operator: custom resource deleted"})
+		if j.err == nil && snapshot.GetStackStatus().PendingPlan != nil {
+			// A plan of a destroyed stack can never apply.
+			if err := r.plans.discard(ctx, t.Stack); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "discard the pending plans of a destroyed stack", "stack", t.Stack)
+			}
+		}
 	}, obj)
 	obj.GetStackStatus().LastOperation = &v1alpha1.Operation{Kind: v1alpha1.OperationDestroy, StartedAt: ptrTime(j.started)}
 	r.setPhase(obj, phase{ready: metav1.ConditionFalse, reason: v1alpha1.ReasonDeleting,
@@ -323,7 +368,14 @@ func (r *reconciler) collectUp(ctx context.Context, obj v1alpha1.Object, t kinds
 	// decide() then retries with backoff, or moves on to a newer generation or request.
 	st.ObservedGeneration = j.gen
 	st.LastHandledReconcileRequest = j.request
-	if j.err != nil {
+	switch {
+	case j.err == nil && j.proposal != nil:
+		r.collectProposal(obj, j)
+		return
+	case errors.Is(j.err, engine.ErrPlanMismatch) && (j.gated || j.approved != ""):
+		r.collectStale(ctx, obj, t, j)
+		return
+	case j.err != nil:
 		r.fail(obj, t, j, "Up")
 		return
 	}
@@ -345,6 +397,9 @@ func (r *reconciler) collectUp(ctx context.Context, obj v1alpha1.Object, t kinds
 	}
 	if j.decision != "" {
 		r.clearDecision(ctx, obj)
+	}
+	if j.gated || j.approved != "" {
+		r.collectApplied(ctx, obj, t, j)
 	}
 }
 

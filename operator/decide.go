@@ -24,6 +24,13 @@ const (
 	actBackoff
 	// actWaitParent: an up is due but a parent custom resource is not Ready yet.
 	actWaitParent
+	// actPlan: an up is due and spec.approval may hold it: preview with a saved plan, then
+	// either wait for approval or apply exactly that plan (gate, approval.go).
+	actPlan
+	// actApply applies the approved pending plan.
+	actApply
+	// actAwait: a saved plan waits for approval; nothing runs.
+	actAwait
 )
 
 func (a action) String() string {
@@ -36,6 +43,12 @@ func (a action) String() string {
 		return "backoff"
 	case actWaitParent:
 		return "wait-for-parent"
+	case actPlan:
+		return "plan"
+	case actApply:
+		return "apply-approved-plan"
+	case actAwait:
+		return "await-approval"
 	default:
 		return "none"
 	}
@@ -49,6 +62,7 @@ const (
 	whyRequest = "reconcile requested"
 	whyParent  = "parent outputs changed"
 	whyDrift   = "drift remediation"
+	whyApprove = "plan approved"
 )
 
 // facts are everything a decision depends on, gathered by the core from the object, its
@@ -69,6 +83,9 @@ type facts struct {
 	// Failures counts the consecutive failed attempts of this object (in memory: a restart
 	// starts over, which only means one early retry).
 	Failures int
+	// Approval is spec.approval.mode (defaulted); Approve the tfrs.io/approve annotation.
+	Approval v1alpha1.ApprovalMode
+	Approve  string
 }
 
 // timing holds the intervals decisions use (see Options for their meaning).
@@ -93,6 +110,11 @@ type verdict struct {
 	Action action
 	Why    string
 	After  time.Duration
+	// Stale: status.pendingPlan no longer applies (the spec moved on, or a reconcile request
+	// asks for a fresh plan); it is discarded before the action starts.
+	Stale bool
+	// Ignored is an approval that names no pending plan: it changes nothing but an Event.
+	Ignored string
 }
 
 // decide says whether the object needs an engine operation now. An up runs only when
@@ -104,7 +126,55 @@ type verdict struct {
 //
 // a drift check runs when its interval has passed since the last check or up. Anything else —
 // in particular a periodic resync of an unchanged object — runs nothing.
+//
+// With spec.approval other than Auto an up of a stack that holds resources goes through a saved
+// plan (actPlan), and while a plan waits for approval nothing else runs (decidePending).
 func decide(f facts, t timing) verdict {
+	if p := f.Status.PendingPlan; p != nil {
+		if v, ok := decidePending(f, t, p); ok {
+			return v
+		}
+		v := decideRun(f, t)
+		v.Stale = true
+		return v
+	}
+	v := decideRun(f, t)
+	if f.Approve != "" {
+		v.Ignored = f.Approve // no plan waits: whatever it names is not pending
+	}
+	return v
+}
+
+// decidePending decides for an object whose saved plan waits: apply it once approved, wait
+// otherwise. It gives up the plan (ok false: decideRun decides, the plan is discarded) when
+// the spec moved past the plan's generation or a reconcile request asks for a new plan.
+func decidePending(f facts, t timing, p *v1alpha1.PendingPlan) (verdict, bool) {
+	st := f.Status
+	if p.Generation != f.Generation || (f.Request != "" && f.Request != st.LastHandledReconcileRequest) {
+		return verdict{}, false
+	}
+	if f.Approve != p.ID {
+		v := verdict{Action: actAwait, After: t.Resync}
+		if f.Approve != "" {
+			v.Ignored = f.Approve
+		}
+		return v, true
+	}
+	if f.ParentWaiting != "" {
+		return verdict{Action: actWaitParent, Why: f.ParentWaiting, After: t.ParentPoll}, true
+	}
+	// An approved apply that failed (a lock held elsewhere, the API server away) is retried
+	// with the usual backoff, on the same plan.
+	if last := finishedAt(st); f.Failures > 0 && !last.IsZero() {
+		if rest := t.backoff(f.Failures) - f.Now.Sub(last); rest > 0 {
+			return verdict{Action: actBackoff, Why: whyApprove, After: rest}, true
+		}
+	}
+	return verdict{Action: actApply, Why: whyApprove}, true
+}
+
+// decideRun is the decision without a pending plan.
+func decideRun(f facts, t timing) verdict {
 	st := f.Status
 	why, backoff := "", time.Duration(0)
 	switch {
@@ -137,6 +207,8 @@ func decide(f facts, t timing) verdict {
 			return verdict{Action: actWaitParent, Why: f.ParentWaiting, After: t.ParentPoll}
 		case backoff > 0:
 			return verdict{Action: actBackoff, Why: why, After: backoff}
+		case needsPlan(f.Approval, st):
+			return verdict{Action: actPlan, Why: why}
 		default:
 			return verdict{Action: actUp, Why: why}
 		}
@@ -149,6 +221,20 @@ func decide(f facts, t timing) verdict {
 		return verdict{Action: actNone, After: min(due.Sub(f.Now), t.Resync)}
 	}
 	return verdict{Action: actNone, After: t.Resync}
+}
+
+// needsPlan says whether an up goes through a saved plan. Auto never does. OnDataLoss skips it
+// for a stack that never completed an up: nothing it holds can be lost yet, and the plain up
+// saves a second program run on every first create. Manual always plans.
+func needsPlan(mode v1alpha1.ApprovalMode, st *v1alpha1.StackStatus) bool {
+	switch mode {
+	case v1alpha1.ApprovalAuto:
+		return false
+	case v1alpha1.ApprovalManual:
+		return true
+	default:
+		return st.OutputsDigest != ""
+	}
 }
 
 // converged: the last up of the current generation succeeded.

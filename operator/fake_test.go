@@ -225,18 +225,22 @@ func cond(obj v1alpha1.Object, typ string) *metav1.Condition {
 
 func newCluster(name string) *v1alpha1.TFRCluster {
 	return &v1alpha1.TFRCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1, UID: uid(name)},
-		Spec: v1alpha1.TFRClusterSpec{Domain: "tfrs.example.com"}}
+		Spec: v1alpha1.TFRClusterSpec{Domain: "tfrs.example.com", Approval: auto}}
 }
 
 func newTenant(ns, name, cluster string) *v1alpha1.TFRTenant {
 	return &v1alpha1.TFRTenant{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, UID: uid(ns + name)},
-		Spec: v1alpha1.TFRTenantSpec{ClusterRef: cluster, Type: v1alpha1.TenantEnterprise}}
+		Spec: v1alpha1.TFRTenantSpec{ClusterRef: cluster, Type: v1alpha1.TenantEnterprise, Approval: auto}}
 }
 
 func newServer(ns, name, tenant string) *v1alpha1.TFRServer {
 	return &v1alpha1.TFRServer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, UID: uid(ns + name)},
-		Spec: v1alpha1.TFRServerSpec{TenantRef: tenant, RobotID: "r-" + name, RobotType: "chat", Image: "ghcr.io/tfrs-io/tfrobot:1.0.0"}}
+		Spec: v1alpha1.TFRServerSpec{TenantRef: tenant, RobotID: "r-" + name, RobotType: "chat", Image: "ghcr.io/tfrs-io/tfrobot:1.0.0", Approval: auto}}
 }
+
+// auto keeps the core tests on the behaviour they test: every change applies as it comes (the
+// fake engine saves no plans; the approval gate has tests of its own).
+var auto = v1alpha1.ApprovalSpec{Mode: v1alpha1.ApprovalAuto}
 
 func uid(s string) types.UID { return types.UID(fmt.Sprintf("uid-%s", s)) }
 

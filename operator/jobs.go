@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -30,16 +32,21 @@ type job struct {
 	why  string
 	// What the job ran against, written to status when it succeeds.
 	request, parentDigest string
-	decision              string      // the pending decision applied, if any
-	sink                  engine.Sink // the job's progress reporter
-	started               time.Time
-	cancel                context.CancelFunc
-	done                  chan struct{}
+	decision              string // the pending decision applied, if any
+	// The approval gate (approval.go): gated runs a preview with saved plans first; approved
+	// is the pending plan set applied.
+	gated    bool
+	approved string
+	sink     engine.Sink // the job's progress reporter
+	started  time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	// Set by the goroutine before done is closed.
 	finished time.Time
 	outcome  *runner.Outcome
 	drift    *driftReport
+	proposal *v1alpha1.PendingPlan // the plan set that now waits for approval
 	err      error
 }
 

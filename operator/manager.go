@@ -197,9 +197,18 @@ func (n clientNamespaces) GetNamespace(ctx context.Context, name string) (bool, 
 	return true, ns.Annotations, nil
 }
 
+// planStoreOf is the engine's plan store; nil for an engine that keeps none (a test fake),
+// where any approval mode but Auto fails instead of applying unreviewed.
+func planStoreOf(e runner.Engine) planStore {
+	if s, ok := e.(planStore); ok {
+		return s
+	}
+	return nil
+}
+
 func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *parentCache, o Options) *reconciler {
 	return &reconciler{
-		kind: k, client: c, runner: rn, jobs: js, digests: pc,
+		kind: k, client: c, runner: rn, jobs: js, digests: pc, plans: planBook{store: planStoreOf(o.Engine)},
 		wake:    make(chan event.GenericEvent, 1024),
 		timing:  timing{Resync: o.ResyncPeriod, ParentPoll: o.ParentPoll, BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax},
 		poll:    o.JobPoll,

@@ -77,6 +77,8 @@ type Object interface {
 	GetStackStatus() *StackStatus
 	// GetDriftDetection returns spec.driftDetection.
 	GetDriftDetection() DriftDetectionSpec
+	// GetApproval returns spec.approval.
+	GetApproval() ApprovalSpec
 }
 
 var (
@@ -177,6 +179,9 @@ func (x *TFRCluster) GetStackStatus() *StackStatus { return &x.Status.StackStatu
 // GetDriftDetection returns spec.driftDetection.
 func (x *TFRCluster) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
 
+// GetApproval returns spec.approval.
+func (x *TFRCluster) GetApproval() ApprovalSpec { return x.Spec.Approval }
+
 // TFRTenant
 
 // KindName is TFRTenant.
@@ -239,6 +244,9 @@ func (x *TFRTenant) GetStackStatus() *StackStatus { return &x.Status.StackStatus
 // GetDriftDetection returns spec.driftDetection.
 func (x *TFRTenant) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
 
+// GetApproval returns spec.approval.
+func (x *TFRTenant) GetApproval() ApprovalSpec { return x.Spec.Approval }
+
 // TFRServer
 
 // KindName is TFRServer.
@@ -295,3 +303,6 @@ func (x *TFRServer) GetStackStatus() *StackStatus { return &x.Status.StackStatus
 
 // GetDriftDetection returns spec.driftDetection.
 func (x *TFRServer) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
+
+// GetApproval returns spec.approval.
+func (x *TFRServer) GetApproval() ApprovalSpec { return x.Spec.Approval }

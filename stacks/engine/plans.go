@@ -107,8 +107,19 @@ func planID(p *Plan) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Encode is the plan as stored (JSON); DecodePlan reads it back and checks it.
-func (p *Plan) Encode() ([]byte, error) { return json.Marshal(p) }
+// Encode is the plan as stored (JSON); DecodePlan reads it back and checks it. The Pulumi
+// plan is hashed byte for byte, so it is written as it is: json.Marshal would rewrite a raw
+// "<", ">" or "&" (in a Helm chart's manifests, say) as \u003c…, and the plan read back
+// would no longer match its id.
+func (p *Plan) Encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // DecodePlan parses an encoded plan and verifies that its id matches its content, so a plan
 // edited after review is refused instead of applied.
