@@ -161,7 +161,7 @@ func (r *reconciler) facts(ctx context.Context, obj v1alpha1.Object, t kinds.Tar
 		Now: r.now(), Generation: obj.GetGeneration(), Status: obj.GetStackStatus(),
 		Request: obj.GetAnnotations()[v1alpha1.AnnotationReconcileRequest],
 		Drift:   obj.GetDriftDetection(), Failures: r.jobs.failures(t.Stack), ParentKnown: true,
-		Approval: obj.GetApproval().Effective(), Approve: obj.GetAnnotations()[v1alpha1.AnnotationApprove],
+		Approval: obj.Approval(), Approve: obj.GetAnnotations()[v1alpha1.AnnotationApprove],
 	}
 	parents, err := r.kind.parents(ctx, r.client, obj, t)
 	if err != nil {

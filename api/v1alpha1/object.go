@@ -77,8 +77,6 @@ type Object interface {
 	GetStackStatus() *StackStatus
 	// GetDriftDetection returns spec.driftDetection.
 	GetDriftDetection() DriftDetectionSpec
-	// GetApproval returns spec.approval.
-	GetApproval() ApprovalSpec
 }
 
 var (
@@ -179,9 +177,6 @@ func (x *TFRCluster) GetStackStatus() *StackStatus { return &x.Status.StackStatu
 // GetDriftDetection returns spec.driftDetection.
 func (x *TFRCluster) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
 
-// GetApproval returns spec.approval.
-func (x *TFRCluster) GetApproval() ApprovalSpec { return x.Spec.Approval }
-
 // TFRTenant
 
 // KindName is TFRTenant.
@@ -244,9 +239,6 @@ func (x *TFRTenant) GetStackStatus() *StackStatus { return &x.Status.StackStatus
 // GetDriftDetection returns spec.driftDetection.
 func (x *TFRTenant) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
 
-// GetApproval returns spec.approval.
-func (x *TFRTenant) GetApproval() ApprovalSpec { return x.Spec.Approval }
-
 // TFRServer
 
 // KindName is TFRServer.
@@ -303,6 +295,3 @@ func (x *TFRServer) GetStackStatus() *StackStatus { return &x.Status.StackStatus
 
 // GetDriftDetection returns spec.driftDetection.
 func (x *TFRServer) GetDriftDetection() DriftDetectionSpec { return x.Spec.DriftDetection }
-
-// GetApproval returns spec.approval.
-func (x *TFRServer) GetApproval() ApprovalSpec { return x.Spec.Approval }
