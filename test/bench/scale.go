@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"io"
 	"net/http"
 	"os"
@@ -26,7 +27,9 @@ func (b *bench) startAPI(ctx context.Context) (*api, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort())
-	args := []string{"serve", "--listen", addr, "--token-file", tokenFile, "--log-format", "text"}
+	// The stand-in charts are local paths, which serve refuses unless their root is allowed.
+	args := []string{"serve", "--listen", addr, "--token-file", tokenFile, "--log-format", "text",
+		"--source-allow-local-root", filepath.Dir(testenv.StandIns("tenant"))}
 	if b.cfg.parallel > 0 {
 		args = append(args, "--parallel", fmt.Sprint(b.cfg.parallel))
 	}
