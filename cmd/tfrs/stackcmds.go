@@ -80,6 +80,10 @@ preview never creates a stack: an object whose stack does not exist yet is previ
 throwaway state. With --read-only nothing at all is written to the backend (no repairs), so
 it runs with read-only backend credentials, as a pull request's CI job should.
 
+With --save-plan DIR each stack's update plan is saved as DIR/<stack>.plan.json for
+` + "`tfrs up --plan DIR`" + ` to apply exactly; such a preview creates the empty record of a stack that
+does not exist yet (its plan must be encrypted with the stack's own key), unless --read-only.
+
 Exit codes: 0 no changes (or changes without --detailed-exitcode), 1 an error or a usage
 error, 2 changes with --detailed-exitcode, 3 data loss with --fail-on-data-loss.`,
 		example: `  tfrs preview -f examples/cluster.yaml -f examples/tenant-enterprise.yaml
@@ -94,9 +98,14 @@ error, 2 changes with --detailed-exitcode, 3 data loss with --fail-on-data-loss.
 		short: "Create or update the stacks of the CRs in the inputs, clusters first",
 		long: `Up brings each object's stack to its spec, parents first (clusters, tenants, servers), and
 stops at the first error: later objects depend on earlier ones. With --fail-on-data-loss each
-object is previewed first and not applied when the change would lose data (exit 3).`,
+object is previewed first and not applied when the change would lose data (exit 3). With
+--plan DIR it applies exactly the plans ` + "`tfrs preview --save-plan DIR`" + ` saved: every object is
+checked first (a plan of its stack, taken for this spec) and nothing runs when one fails; an
+object with spec.approval.mode Manual is applied only this way.`,
 		example: `  tfrs up -f examples/cluster.yaml -f examples/tenant-enterprise.yaml
-  tfrs up -f deploy/ -R --fail-on-data-loss -o json`,
+  tfrs up -f deploy/ -R --fail-on-data-loss -o json
+  # apply exactly what a reviewed preview saved
+  tfrs preview -f deploy/ -R --save-plan plans/ && tfrs up -f deploy/ -R --plan plans/`,
 	},
 	engine.OpRefresh: {
 		short: "Read the live state of the CRs' resources back into their stacks",
