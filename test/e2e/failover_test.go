@@ -128,6 +128,11 @@ func TestReplicasFailover(t *testing.T) {
 		opURLs = append(opURLs, resp.Header.Get("Location"))
 	}
 	cr := lean("t-cr")
+	// Auto: the kill must land in the update's own `pulumi up`. Under the OnDataLoss default
+	// the operator previews with saved plans first; in this two-replica S3 setup that plan
+	// path failed and retried after 75 s (cause not found yet: see the closing note of issue
+	// 19), which this test is not about.
+	cr.Spec.Approval.Mode = v1alpha1.ApprovalAuto
 	require.NoError(t, w.c.Create(ctx, cr))
 	// An operation started on one replica is read on the other.
 	require.Equal(t, server.StateSucceeded, w.api(apiB).wait(opURLs[0]).State, "t-a via replica A, read on B")
