@@ -129,9 +129,10 @@ func TestReplicasFailover(t *testing.T) {
 	}
 	cr := lean("t-cr")
 	// Auto: the kill must land in the update's own `pulumi up`. Under the OnDataLoss default
-	// the operator previews with saved plans first; in this two-replica S3 setup that plan
-	// path failed and retried after 75 s (cause not found yet: see the closing note of issue
-	// 19), which this test is not about.
+	// the operator previews first, and that preview fails on this edit: the server-side dry run
+	// of the new Prometheus RoleBinding answers `rolebindings "prometheus" not found` while its
+	// Role does not exist yet (an open defect of every preview that adds RBAC, see the closing
+	// note of issue 19). This test is about leases and fencing, not about that.
 	cr.Spec.Approval.Mode = v1alpha1.ApprovalAuto
 	require.NoError(t, w.c.Create(ctx, cr))
 	// An operation started on one replica is read on the other.
