@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -13,9 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/server"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
 // TestHTTPApprovedPlan: review before apply over HTTP, with the real engine and tenant
@@ -29,27 +24,7 @@ func TestHTTPApprovedPlan(t *testing.T) {
 	ctx := e.ctx
 	tc, _ := upStandInCluster(ctx, t, e.eng, e.cfg)
 
-	const token = "e2e-admin-token-0123456789"
-	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
-	bkt, err := e.eng.Bucket(ctx)
-	require.NoError(t, err)
-	sources := server.DefaultSourcePolicy()
-	sources.LocalRoots = []string{filepath.Dir(testenv.StandIns("tenant"))}
-	srv := server.New(server.Config{
-		Runner: run, Engine: e.eng, Specs: server.NewBackendSpecStore(bkt), Sources: sources, Operations: server.NewOperationStore(bkt, "e2e"),
-		Tokens: []server.Token{{Name: "e2e", Role: server.RoleAdmin, Value: token}},
-		Logger: slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	serveCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-served)
-	})
-	c := &apiClient{t: t, ctx: ctx, base: "http://" + l.Addr().String(), token: token}
+	c := serveAPI(t, e)
 
 	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
 	require.NoError(t, err)

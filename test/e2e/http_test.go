@@ -35,29 +35,7 @@ func TestHTTPTenantLifecycle(t *testing.T) {
 	ctx := e.ctx
 	tc, _ := upStandInCluster(ctx, t, e.eng, e.cfg)
 
-	const token = "e2e-admin-token-0123456789"
-	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
-	bkt, err := e.eng.Bucket(ctx)
-	require.NoError(t, err)
-	specs := server.NewBackendSpecStore(bkt)
-	// The tenant's charts are the stand-ins: the API allows local paths under them only.
-	sources := server.DefaultSourcePolicy()
-	sources.LocalRoots = []string{filepath.Dir(testenv.StandIns("tenant"))}
-	srv := server.New(server.Config{
-		Runner: run, Engine: e.eng, Specs: specs, Sources: sources, Operations: server.NewOperationStore(bkt, "e2e"),
-		Tokens: []server.Token{{Name: "e2e", Role: server.RoleAdmin, Value: token}},
-		Logger: slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	serveCtx, stop := context.WithCancel(ctx)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(serveCtx, l) }()
-	t.Cleanup(func() {
-		stop()
-		require.NoError(t, <-served)
-	})
-	c := &apiClient{t: t, ctx: ctx, base: "http://" + l.Addr().String(), token: token}
+	c := serveAPI(t, e)
 
 	root, err := filepath.Abs(filepath.Join("..", "..", "stacks", "testdata", "tenant", "charts"))
 	require.NoError(t, err)
@@ -274,4 +252,32 @@ type tlogWriter struct{ t *testing.T }
 func (w tlogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// serveAPI serves the HTTP API over e's engine and backend (specs and operations in the
+// backend, one admin token) until the test ends. The tenant's charts are the stand-ins: the
+// API allows local paths under them only.
+func serveAPI(t *testing.T, e *env) *apiClient {
+	t.Helper()
+	const token = "e2e-admin-token-0123456789"
+	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
+	bkt, err := e.eng.Bucket(e.ctx)
+	require.NoError(t, err)
+	sources := server.DefaultSourcePolicy()
+	sources.LocalRoots = []string{filepath.Dir(testenv.StandIns("tenant"))}
+	srv := server.New(server.Config{
+		Runner: run, Engine: e.eng, Specs: server.NewBackendSpecStore(bkt), Sources: sources, Operations: server.NewOperationStore(bkt, "e2e"),
+		Tokens: []server.Token{{Name: "e2e", Role: server.RoleAdmin, Value: token}},
+		Logger: slog.New(slog.NewTextHandler(tlogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	serveCtx, stop := context.WithCancel(e.ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, l) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-served)
+	})
+	return &apiClient{t: t, ctx: e.ctx, base: "http://" + l.Addr().String(), token: token}
 }
