@@ -186,6 +186,12 @@ func TestApprovalGate(t *testing.T) {
 		edit(t, "redis memory limit, preview + up --plan (OnDataLoss)", func() {
 			tn.Spec.Redis.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("704Mi")}
 		})
+		// New RBAC in the gate's preview: Prometheus brings a Role and a RoleBinding to it, whose
+		// server-side dry run must pass while the Role does not exist yet.
+		edit(t, "prometheus on (a new Role and RoleBinding), through the gate", func() { tn.Spec.Prometheus.Enabled = ptr.To(true) })
+		assert.NotZero(t, tn.Status.LastOperation.Changes.Create)
+		_, err := e.cs.RbacV1().RoleBindings("gated").Get(ctx, "prometheus", metav1.GetOptions{})
+		require.NoError(t, err, "the planned Prometheus RoleBinding exists")
 	})
 
 	// A PVC's storage class or access mode is immutable: the provider does not plan a replace

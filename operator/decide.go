@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
 // action is what a reconcile does after looking at an object that has no operation running.
@@ -223,18 +224,9 @@ func decideRun(f facts, t timing) verdict {
 	return verdict{Action: actNone, After: t.Resync}
 }
 
-// needsPlan says whether an up goes through a saved plan. Auto never does. OnDataLoss skips it
-// for a stack that never completed an up: nothing it holds can be lost yet, and the plain up
-// saves a second program run on every first create. Manual always plans.
+// needsPlan: runner.NeedsPlan, where an up completed when the status has its outputs' digest.
 func needsPlan(mode v1alpha1.ApprovalMode, st *v1alpha1.StackStatus) bool {
-	switch mode {
-	case v1alpha1.ApprovalAuto:
-		return false
-	case v1alpha1.ApprovalManual:
-		return true
-	default:
-		return st.OutputsDigest != ""
-	}
+	return runner.NeedsPlan(mode, st.OutputsDigest != "")
 }
 
 // converged: the last up of the current generation succeeded.

@@ -101,8 +101,8 @@ func (e *PlanIncompleteError) Error() string {
 	return fmt.Sprintf("no complete plan of %s can be saved: %s", e.What, e.Reason)
 }
 
-// hasResources: the stack exists and an update ran on it. A stack without one is empty (a
-// plan preview creates such a record) and has no data to lose.
+// hasResources: the stack exists and an update ran on it (runner.NeedsPlan's upDone). A stack
+// without one is empty (a plan preview creates such a record) and has no data to lose.
 func hasResources(st *engine.StackStatus) bool {
 	return st != nil && st.Last != nil && st.Last.Kind != "destroy"
 }
@@ -194,7 +194,7 @@ func (p *PendingPlan) view(r ref) *OperationPlan {
 // just stored, st the own stack's status (nil: no stack).
 func (s *Server) gatedWork(r ref, obj v1alpha1.Object, op *Operation, st *engine.StackStatus, rec *Record) work {
 	mode := obj.Approval()
-	if mode == v1alpha1.ApprovalAuto || (mode == v1alpha1.ApprovalOnDataLoss && !hasResources(st)) {
+	if !runner.NeedsPlan(mode, hasResources(st)) {
 		return s.upWork(obj, op)
 	}
 	return func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {

@@ -98,10 +98,11 @@ func TestCLISavedPlans(t *testing.T) {
 	code, out = runCaptured(t, cmd("preview", "-f", both, "--detailed-exitcode")...)
 	require.Equal(t, 0, code, "the plan left nothing to do: %s", out)
 
-	// A server of that tenant. A new server cannot be previewed yet (the server-side dry run of
-	// its Grafana RoleBinding fails before its Role exists; plain previews too), so it goes up
-	// plainly; an edit of it is then planned and applied from the plan: every kind of the
-	// server program (Deployments, init Jobs, Secrets, ConfigMaps, RBAC) held to it.
+	// A server of that tenant, created from its plan: the server-side dry run of its Grafana
+	// RoleBinding passes although its Role does not exist yet (the applier holds bind on its
+	// namespace's Roles; without it every preview of new RBAC failed). An edit of it is then
+	// planned and applied from the plan: every kind of the server program (Deployments, init
+	// Jobs, Secrets, ConfigMaps, RBAC) held to it.
 	serverDoc := func(replicas int) string {
 		return fmt.Sprintf(`
 ---
@@ -113,13 +114,23 @@ spec: {tenantRef: acme, robotId: bot1, robotType: chat, image: "tfrobot/tfrobot-
 	}
 	withServer := filepath.Join(t.TempDir(), "with-server.yaml")
 	require.NoError(t, os.WriteFile(withServer, append(raw, serverDoc(1)...), 0o600))
-	code, out = runCaptured(t, cmd("up", "-f", withServer)...)
+	plansNew := t.TempDir()
+	code, out = runCaptured(t, cmd("preview", "-f", withServer, "--save-plan", plansNew, "-o", "json")...)
 	require.Equal(t, 0, code, out)
+	doc := parseDoc(t, out)
+	require.Len(t, doc.Reports, 3)
+	require.NotEmpty(t, doc.Reports[2].Changes, "the new server is planned")
+	mark = time.Now()
+	code, out = runCaptured(t, cmd("up", "-f", withServer, "--plan", plansNew)...)
+	require.Equal(t, 0, code, out)
+	t.Logf("new server from its plan: %s", time.Since(mark))
+	_, err = kube.RbacV1().RoleBindings("acme").Get(ctx, "chat-bot1-grafana-sa", metav1.GetOptions{})
+	require.NoError(t, err, "the planned Grafana RoleBinding exists")
 	require.NoError(t, os.WriteFile(withServer, append(raw, serverDoc(2)...), 0o600))
 	plansS := t.TempDir()
 	code, out = runCaptured(t, cmd("preview", "-f", withServer, "--save-plan", plansS, "-o", "json")...)
 	require.Equal(t, 0, code, out)
-	doc := parseDoc(t, out)
+	doc = parseDoc(t, out)
 	require.Len(t, doc.Reports, 3)
 	require.NotEmpty(t, doc.Reports[2].Changes, "the server's edit is planned")
 	files, _ = filepath.Glob(filepath.Join(plansS, "*.plan.json"))

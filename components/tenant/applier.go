@@ -17,9 +17,9 @@ import (
 // Only the namespace component uses the provisioner (the operator's own identity, through
 // Applier.Provider): the Namespace, this ServiceAccount, Role and RoleBinding, and the
 // isolation objects (PeerAuthentication, AuthorizationPolicy, NetworkPolicies), which the
-// applier therefore cannot weaken or delete. Creating the Role needs no RBAC `escalate` and
-// binding it no `bind`: the provisioner holds every permission in it (TestProvisionerHolds
-// ApplierRules checks config/rbac), which is what the API server's escalation check asks.
+// applier therefore cannot weaken or delete. Creating the Role needs no RBAC `escalate`: the
+// provisioner holds every permission in it (TestProvisionerHoldsApplierRules checks
+// config/rbac), which is what the API server's escalation check asks.
 
 // ApplierName names the applier's ServiceAccount, Role and RoleBinding in every tenant
 // namespace. The provisioner may impersonate ServiceAccounts of this name only.
@@ -40,10 +40,22 @@ var (
 
 // ApplierRules are what tenant and server programs create, update and await in their
 // namespace: their workloads and config, the middleware's custom resources, the namespaced
-// RBAC of the Grafana/Jaeger charts and the Prometheus scraper (a Role can only grant what the
-// applier itself holds), and what the provider's awaits read (pods, events, ReplicaSets,
-// endpoints). Not here, on purpose: NetworkPolicies and PeerAuthentications (the isolation
-// baseline, the provisioner's), anything cluster-scoped, and escalate/bind/impersonate.
+// RBAC of the Grafana chart, the Prometheus scraper and the servers' Grafana service accounts
+// (a Role can only grant what the applier itself holds: no escalate), and what the provider's
+// awaits read (pods, events, ReplicaSets, endpoints). Not here, on purpose: NetworkPolicies
+// and PeerAuthentications (the isolation baseline, the provisioner's), anything
+// cluster-scoped, escalate, impersonate, and bind on ClusterRoles.
+//
+// Why bind on Roles: without it the API server checks a RoleBinding by resolving its Role and
+// comparing rules, and in a preview's server-side dry run a Role created in the same run does
+// not exist yet, so every preview that adds RBAC (Prometheus switched on, a new server) failed
+// with "<name> not found", and under the approval gate such an edit never applied.
+// With bind the API server skips that lookup. It cannot be narrowed by resourceNames (the
+// servers' Role names follow their servers'), and what it adds is small: binding a Role of its
+// own namespace whose rules the applier does not hold, which in a tenant namespace are only
+// the middleware operators' Roles there (CNPG's, RabbitMQ's peer discovery). Every Role it can
+// create is still capped by its own rules, and ClusterRoles stay unbindable (bind is checked
+// on `clusterroles` for those), so nothing reaches beyond the namespace.
 var ApplierRules = []Rule{
 	{[]string{""}, []string{"services", "configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"}, write},
 	{[]string{""}, []string{"pods", "pods/log", "endpoints", "events"}, read},
@@ -54,6 +66,7 @@ var ApplierRules = []Rule{
 	{[]string{"batch"}, []string{"jobs"}, write},
 	{[]string{"policy"}, []string{"poddisruptionbudgets"}, write},
 	{[]string{"rbac.authorization.k8s.io"}, []string{"roles", "rolebindings"}, write},
+	{[]string{"rbac.authorization.k8s.io"}, []string{"roles"}, []string{"bind"}},
 	{[]string{"postgresql.cnpg.io"}, []string{"clusters"}, write},
 	{[]string{"minio.min.io"}, []string{"tenants"}, write},
 	{[]string{"rabbitmq.com"}, []string{"rabbitmqclusters", "users", "vhosts", "permissions"}, write},
