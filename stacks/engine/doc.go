@@ -14,8 +14,9 @@
 //   - the Pulumi CLI and the Kubernetes provider come from the tools cache and never touch
 //     the network (backend.go, command.go);
 //   - stable generated credentials (credentials.go) and stack naming (names.go);
-//   - few CLI processes, each ~0.4 s: an operation is its own process and, for a new stack,
-//     `stack init`. The state around it (existence, checkpoint with secrets decrypted by the
+//   - few CLI processes, each ~0.4 s: an operation is its own process, and a new stack is
+//     created in-process too (stackinit.go; `stack init` only on a backend no CLI has used,
+//     another secrets provider, or a held lock). The state around it (existence, checkpoint with secrets decrypted by the
 //     passphrase key derived once per salt, tags, history head) is read and the tags and
 //     secret config written in-process (inproc.go); the CLI version is cached (command.go);
 //     [Engine.StackVersion] tells a file:// stack's changes without any.

@@ -136,25 +136,43 @@ func (e *Engine) lockStack(ctx context.Context, b *blob.Bucket, stack string) (f
 }
 
 // otherLocks fails when dir holds a lock other than mine, worded like the CLI's checkForLock.
+// A file backend lists a directory by stat-ing each entry, and another writer's temporary file
+// (fileblob writes <key>.<random>.tmp, then renames it) can vanish in between: that listing
+// is taken again.
 func otherLocks(ctx context.Context, b *blob.Bucket, dir, mine string) error {
-	it := b.List(&blob.ListOptions{Prefix: dir})
 	var others []string
-	for {
-		obj, err := it.Next(ctx)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return err
+	var err error
+	for range 10 {
+		if others, err = listLocks(ctx, b, dir, mine); gcerrors.Code(err) != gcerrors.NotFound {
+			break
 		}
-		if !obj.IsDir && obj.Key != mine && strings.HasSuffix(obj.Key, ".json") {
-			others = append(others, obj.Key)
-		}
+	}
+	if err != nil {
+		return err
 	}
 	if len(others) > 0 {
 		return fmt.Errorf("the stack is currently locked by %d lock(s): %s", len(others), strings.Join(others, ", "))
 	}
 	return nil
+}
+
+// listLocks lists the lock files in dir but mine (a writer's temporary file counts: it is a
+// lock about to exist).
+func listLocks(ctx context.Context, b *blob.Bucket, dir, mine string) ([]string, error) {
+	it := b.List(&blob.ListOptions{Prefix: dir})
+	var others []string
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return others, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !obj.IsDir && obj.Key != mine && !strings.HasSuffix(obj.Key, ".attrs") {
+			others = append(others, obj.Key)
+		}
+	}
 }
 
 // newSalt makes a passphrase salt state as the passphrase provider does
