@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -58,34 +59,49 @@ type operation struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// do sends one request. A 429 (the API's per-token rate limit, which a bench polling a hundred
+// operations reaches) is waited out for its Retry-After and sent again, as a well-behaved
+// client does; the wait counts in the wall time it delays.
 func (a *api) do(ctx context.Context, method, path string, body any, out any) (int, error) {
-	var r io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return 0, err
 		}
-		r = bytes.NewReader(b)
+		payload = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.url+path, r)
-	if err != nil {
-		return 0, err
+	for {
+		req, err := http.NewRequestWithContext(ctx, method, a.url+path, bytes.NewReader(payload))
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			wait := time.Second
+			if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n > 0 {
+				wait = time.Duration(n) * time.Second
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return resp.StatusCode, err
+			}
+			continue
+		}
+		if resp.StatusCode >= 300 {
+			return resp.StatusCode, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
+		}
+		if out != nil {
+			return resp.StatusCode, json.Unmarshal(b, out)
+		}
+		return resp.StatusCode, nil
 	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
-	}
-	if out != nil {
-		return resp.StatusCode, json.Unmarshal(b, out)
-	}
-	return resp.StatusCode, nil
 }
 
 // batch is the outcome of provisioning n tenants at once through the API.
