@@ -326,10 +326,7 @@ func (e *Engine) openWorkspace(ctx context.Context, op OpKind, name string, crea
 // creator's `stack init`; either way it selects the stack the other made.
 //
 // The engine creates the stack itself where it can (stackinit.go), with the same lock, so no
-// process runs; a held lock or a backend it cannot write sends it to `stack init`. The stack
-// file then gets a salt whose key the engine already holds (reusableSalt) before `stack init`
-// runs, which keeps a salt it finds there; without one Pulumi makes a new salt. An engine
-// that did not create the stack forgets that salt again: the stack has its creator's.
+// process runs; a held lock or a backend it cannot write sends it to `stack init`.
 func (e *Engine) initStack(ctx context.Context, name string, ws auto.Workspace) (auto.Stack, bool, error) {
 	if lws, local := ws.(*auto.LocalWorkspace); local {
 		created, err := e.createStack(ctx, name, ws)
@@ -341,22 +338,6 @@ func (e *Engine) initStack(ctx context.Context, name string, ws auto.Workspace) 
 			return auto.Stack{}, false, err
 		}
 	}
-	salt := e.reusableSalt()
-	if salt != "" {
-		if err := ws.SaveStackSettings(ctx, name, &workspace.ProjectStack{EncryptionSalt: salt}); err != nil {
-			return auto.Stack{}, false, err
-		}
-	}
-	st, created, err := e.createOrSelect(ctx, name, ws)
-	if !created && salt != "" {
-		if rerr := ws.SaveStackSettings(ctx, name, &workspace.ProjectStack{}); rerr != nil && err == nil {
-			err = rerr
-		}
-	}
-	return st, created, err
-}
-
-func (e *Engine) createOrSelect(ctx context.Context, name string, ws auto.Workspace) (auto.Stack, bool, error) {
 	st, err := auto.NewStack(ctx, name, ws)
 	if err == nil {
 		return st, true, nil

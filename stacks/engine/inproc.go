@@ -170,24 +170,30 @@ func (e *Engine) crypter(salt string) (config.Crypter, error) {
 	if e.opts.passphrase == nil || salt == "" {
 		return nil, errNotInProcess
 	}
-	e.crypt.mu.Lock()
-	if e.crypt.m == nil {
-		e.crypt.m = map[string]*crypterEntry{}
-	}
-	ent := e.crypt.m[salt]
-	if ent == nil {
-		ent = &crypterEntry{}
-		e.crypt.m[salt] = ent
-		e.crypt.order = append(e.crypt.order, salt)
-	}
-	e.crypt.mu.Unlock()
+	ent := e.crypt.entry(salt)
 	ent.once.Do(func() { ent.c, ent.err = passphraseCrypter(*e.opts.passphrase, salt) })
 	return ent.c, ent.err
 }
 
+// entry is the cache entry of a salt, added (in order) when new.
+func (cs *crypters) entry(salt string) *crypterEntry {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.m == nil {
+		cs.m = map[string]*crypterEntry{}
+	}
+	ent := cs.m[salt]
+	if ent == nil {
+		ent = &crypterEntry{}
+		cs.m[salt] = ent
+		cs.order = append(cs.order, salt)
+	}
+	return ent
+}
+
 // reusableSalt is the salt state of a key this engine derived with its passphrase (the first
 // that checked out, waiting for a derivation under way), or "" when it has none. A new stack
-// gets it (initStack), so its key costs nothing more: the second PBKDF2 of an up from nothing
+// gets it (createStack), so its key costs nothing more: the second PBKDF2 of an up from nothing
 // (0.3–1.1 s here) is gone. Sharing a salt between stacks of one passphrase loses nothing:
 // whoever holds the passphrase opens all of them either way, and every value keeps its own
 // random nonce.

@@ -254,7 +254,7 @@ func lockKey(location, stack string) (string, error) {
 	key := p[i+1:]
 	dir, file := path.Split(key)
 	if path.Clean(key) != key || !strings.HasSuffix(file, ".json") ||
-		dir != ".pulumi/locks/organization/"+ProjectName+"/"+stack+"/" {
+		dir != stackLockDir(stack) {
 		return "", fmt.Errorf("lock location %q is not a lock of stack %s", location, stack)
 	}
 	return key, nil

@@ -189,15 +189,8 @@ func (e *Engine) newSalt() (string, error) {
 		return "", err
 	}
 	state := "v1:" + base64.StdEncoding.EncodeToString(raw) + ":" + check
-	e.crypt.mu.Lock()
-	if e.crypt.m == nil {
-		e.crypt.m = map[string]*crypterEntry{}
-	}
-	ent := &crypterEntry{c: c}
-	ent.once.Do(func() {})
-	e.crypt.m[state] = ent
-	e.crypt.order = append(e.crypt.order, state)
-	e.crypt.mu.Unlock()
+	ent := e.crypt.entry(state)
+	ent.once.Do(func() { ent.c = c })
 	return state, nil
 }
 
