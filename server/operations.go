@@ -395,6 +395,11 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 		}
 		p = &pr
 	}
+	// The stacks are free before anyone can see the end: a client that waits for this
+	// operation and then starts the next one on the stack must not be told it is busy.
+	r.mu.Lock()
+	r.unholdLocked(op)
+	r.mu.Unlock()
 	now := time.Now()
 	op.mu.Lock()
 	op.state, op.ended, op.result, op.problem = state, now, res, p
@@ -404,7 +409,6 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 	r.persistEnd(op)
 
 	r.mu.Lock()
-	r.unholdLocked(op)
 	r.ended = append(r.ended, op)
 	r.endedBytes += op.size()
 	r.pruneLocked(now)

@@ -248,3 +248,24 @@ func TestOperationEventsBoundedInTheBackend(t *testing.T) {
 	require.Equal(t, "gap", evs[0].name)
 	require.Equal(t, "done", evs[len(evs)-1].name)
 }
+
+// A client that waits for an operation to end and at once starts the next one on the stack is
+// never told the stack is busy: the end is visible only once the stack is free (the final
+// record, written to the backend after, used to be inside that window).
+func TestNextOperationRightAfterTheEnd(t *testing.T) {
+	f, b := newStackedFake(), sharedBucket(t)
+	store := fastStore(b, "api-0")
+	// A slow backend, as on a loaded machine: every record written takes 20 ms more.
+	store.now = func() time.Time { time.Sleep(20 * time.Millisecond); return time.Now() }
+	h := newHarnessOn(t, f, func(c *Config) {
+		c.Specs, c.Operations = NewBackendSpecStore(b), store
+		c.RateLimit, c.RateBurst = 1e6, 1e6 // the polling of 10 rounds is no abuse
+	})
+	createGlobex(t, h, "")
+	for i := range 10 {
+		w := h.admin(http.MethodPut, tenantsPath+"/globex", edited("globex", fmt.Sprintf("%dd", i+1)))
+		require.Equal(t, http.StatusAccepted, w.Code, "round %d: %s", i, w.Body.String())
+		done := h.waitOperation(decodeJSON[OperationView](t, w).ID)
+		require.Equal(t, StateSucceeded, done.State, "%+v", done.Error)
+	}
+}

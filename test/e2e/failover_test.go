@@ -146,8 +146,16 @@ func TestReplicasFailover(t *testing.T) {
 		require.NotEmpty(t, passwords[n], "%s has secret outputs", s)
 	}
 
-	// Kill the leader in the middle of the CR tenant's update; its Pod goes with its node.
-	leader := "op-b"
+	// Kill the leader in the middle of the CR tenant's update; its Pod goes with its node. The
+	// leader is op-b unless, on a loaded machine, op-b missed a renewal and lost the Lease to
+	// the restarted op-a: then op-b exited, and comes back as its kubelet would restart it.
+	ops := map[string]*proc{"op-a": opA, "op-b": opB}
+	for _, name := range []string{"op-a", "op-b"} {
+		if ops[name].exited() {
+			step(fmt.Sprintf("%s had exited (%v): restarted", name, ops[name].err))
+			ops[name] = w.start(name, "operator")
+		}
+	}
 	require.NoError(t, w.c.Get(ctx, client.ObjectKeyFromObject(cr), cr))
 	// The observability it left out: an update of a few dozen objects (no data-bearing ones,
 	// which a cut-off create would leave for a person to decide).
@@ -156,18 +164,19 @@ func TestReplicasFailover(t *testing.T) {
 	s.Prometheus.Enabled, s.Grafana.Enabled, s.Jaeger.Enabled, s.OtelCollector.Enabled, s.Vector.Enabled = on, on, on, on, on
 	require.NoError(t, w.c.Update(ctx, cr))
 	edited := time.Now()
-	w.waitRunStart(tstacks["t-cr"], "up", leader, edited, 2*time.Minute)
+	leader := w.waitRunStart(tstacks["t-cr"], "up", "", edited, 2*time.Minute)
+	standby := map[string]string{"op-a": "op-b", "op-b": "op-a"}[leader]
 	time.Sleep(1500 * time.Millisecond) // the CLI holds the lock and is creating objects
-	killed := opB.kill()
-	require.NoError(t, w.cs.CoreV1().Pods("tfrs-system").Delete(ctx, "op-b", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
-	step("op-b SIGKILLed mid-update, its Pod deleted")
+	killed := ops[leader].kill()
+	require.NoError(t, w.cs.CoreV1().Pods("tfrs-system").Delete(ctx, leader, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+	step(leader + " SIGKILLed mid-update, its Pod deleted")
 	var cut bool
 	for _, r := range w.runs() {
 		if r.pod == leader && r.stack == tstacks["t-cr"] && r.end.IsZero() {
 			cut = true
 		}
 	}
-	require.True(t, cut, "op-b was killed with a run of %s under way", tstacks["t-cr"])
+	require.True(t, cut, "%s was killed with a run of %s under way", leader, tstacks["t-cr"])
 	w.waitCR(&v1alpha1.TFRTenant{}, client.ObjectKeyFromObject(cr), 5*time.Minute)
 	step("t-cr Ready after failover")
 
@@ -206,11 +215,11 @@ func TestReplicasFailover(t *testing.T) {
 	overlaps, refused := overlapping(runs, w.deaths())
 	var first time.Time
 	for _, r := range runs {
-		if r.pod == "op-a" && r.start.After(killed) && r.how != "locked" && (first.IsZero() || r.start.Before(first)) {
+		if r.pod == standby && r.start.After(killed) && r.how != "locked" && (first.IsZero() || r.start.Before(first)) {
 			first = r.start
 		}
 	}
-	require.False(t, first.IsZero(), "op-a ran nothing after op-b was killed")
+	require.False(t, first.IsZero(), "%s ran nothing after %s was killed", standby, leader)
 	failover := first.Sub(killed)
 	t.Logf("BENCH failover: %.1f s (leader SIGKILL → first mutating run by the new leader)", failover.Seconds())
 	t.Logf("BENCH overlapping-runs: %d (of %d mutating runs; %d refused by the backend lock)", len(overlaps), len(runs), refused)
@@ -232,13 +241,14 @@ type world struct {
 
 	mu     sync.Mutex
 	deadAt map[string][]time.Time // per pod: when a process of it died
+	logged map[string]bool        // pods whose log tail a failed test printed
 }
 
 func newWorld(ctx context.Context, t *testing.T, root string, cp *controlplane.ControlPlane, s3 *testenv.S3Server) *world {
 	t.Helper()
 	w := &world{ctx: ctx, t: t, root: root, dir: t.TempDir(), kubeconfig: cp.KubeconfigPath,
 		token: "failover-admin-token-0123456789", passphrase: "failover-passphrase-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		backend: s3.BackendURL(), deadAt: map[string][]time.Time{}}
+		backend: s3.BackendURL(), deadAt: map[string][]time.Time{}, logged: map[string]bool{}}
 	if keep := os.Getenv("TFRS_FAILOVER_DIR"); keep != "" {
 		w.dir = keep // the processes' logs and the wrapper's, kept for reading
 		require.NoError(t, os.MkdirAll(w.dir, 0o700))
@@ -364,24 +374,37 @@ func (w *world) start(name, kind string) *proc {
 		}, 10*time.Second, 20*time.Millisecond, "unshare's child")
 	}
 	t.Cleanup(func() {
-		select {
-		case <-p.done:
-			return
-		default:
+		if !p.exited() {
+			_ = syscall.Kill(p.pid, syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+				<-p.done
+			}
 		}
-		_ = syscall.Kill(p.pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
-		if t.Failed() {
+		// One tail per pod (its restarts append to the same log), also of one that died early:
+		// that is often the one to read.
+		w.mu.Lock()
+		first := !w.logged[name]
+		w.logged[name] = true
+		w.mu.Unlock()
+		if t.Failed() && first {
 			b, _ := os.ReadFile(filepath.Join(w.dir, name+".log"))
 			t.Logf("--- %s log (tail) ---\n%s", name, tail(string(b), 6000))
 		}
 	})
 	return p
+}
+
+// exited: the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *proc) signal(s syscall.Signal) {
@@ -583,18 +606,21 @@ func (w *world) runs() []cliRun {
 	return out
 }
 
-// waitRunStart waits for a run of `pulumi cmd` on stack by pod that started after since and
-// is still under way.
-func (w *world) waitRunStart(stack, cmd, pod string, since time.Time, d time.Duration) {
+// waitRunStart waits for a run of `pulumi cmd` on stack by pod (any when "") that started
+// after since and is still under way, and returns the pod running it.
+func (w *world) waitRunStart(stack, cmd, pod string, since time.Time, d time.Duration) string {
+	var by string
 	ok := assertEventually(d, func() bool {
 		for _, r := range w.runs() {
-			if r.stack == stack && r.cmd == cmd && r.pod == pod && r.start.After(since) && r.how == "" && r.end.IsZero() {
+			if r.stack == stack && r.cmd == cmd && (pod == "" || r.pod == pod) && r.start.After(since) && r.how == "" && r.end.IsZero() {
+				by = r.pod
 				return true
 			}
 		}
 		return false
 	})
-	require.True(w.t, ok, "%s starts a run of %s", pod, stack)
+	require.True(w.t, ok, "%q starts a run of %s", pod, stack)
+	return by
 }
 
 // overlapping returns the pairs of mutating runs on one stack that were under way at the same
