@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -66,10 +67,15 @@ type collector struct {
 	errs     []string
 	warnings []string
 	seen     int
-	dones    []chan struct{}
-	quit     chan struct{}
-	quitOnce sync.Once
-	closed   bool // after the operation returned: late events are dropped, not delivered
+	// failedCreates are the create steps that failed, with their checked inputs (secrets
+	// dropped), and urnErrs the error diagnostics by URN: together they tell which creates a
+	// cancel aborted in flight (abortedCreates).
+	failedCreates map[string]map[string]any
+	urnErrs       map[string][]string
+	dones         []chan struct{}
+	quit          chan struct{}
+	quitOnce      sync.Once
+	closed        bool // after the operation returned: late events are dropped, not delivered
 }
 
 func newCollector(op OpKind, stack string, sink Sink, red *redactor) *collector {
@@ -172,6 +178,7 @@ func (c *collector) handle(ev apitype.EngineEvent) {
 	case ev.ResOpFailedEvent != nil:
 		m := ev.ResOpFailedEvent.Metadata
 		op := c.step(m, false, true)
+		c.failedCreate(m)
 		c.deliver(Event{Time: t, Kind: EventStepFailed, URN: m.URN, Type: m.Type, Parent: parentOf(m), Op: op, Severity: "error"})
 	case ev.DiagnosticEvent != nil:
 		d := ev.DiagnosticEvent
@@ -181,6 +188,12 @@ func (c *collector) handle(ev apitype.EngineEvent) {
 		switch sev {
 		case "error":
 			c.errs = append(c.errs, msg)
+			if d.URN != "" {
+				if c.urnErrs == nil {
+					c.urnErrs = map[string][]string{}
+				}
+				c.urnErrs[d.URN] = append(c.urnErrs[d.URN], msg)
+			}
 		case "warning":
 			c.warnings = append(c.warnings, msg)
 		}
@@ -205,6 +218,83 @@ func (c *collector) handle(ev apitype.EngineEvent) {
 		// end of the stream, not a cancellation. A real cancellation surfaces as ErrCanceled
 		// from the operation itself.
 	}
+}
+
+// failedCreate remembers a failed create of a Kubernetes object as the state would hold it,
+// without its secret values: the event stream only carries them blinded.
+func (c *collector) failedCreate(m apitype.StepEventMetadata) {
+	if (m.Op != "create" && m.Op != "create-replacement") || m.New == nil {
+		return
+	}
+	r := resourceDoc{URN: m.URN, Type: m.Type, Custom: m.New.Custom, Inputs: m.New.Inputs}
+	if !isKubernetesObject(r) {
+		return
+	}
+	res := map[string]any{"urn": m.URN, "type": m.Type, "custom": true, "inputs": withoutSecrets(m.New.Inputs)}
+	if m.New.Parent != "" {
+		res["parent"] = m.New.Parent
+	}
+	if m.New.Provider != "" {
+		res["provider"] = m.New.Provider
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failedCreates == nil {
+		c.failedCreates = map[string]map[string]any{}
+	}
+	c.failedCreates[m.URN] = res
+}
+
+// abortedCreates are the failed creates whose request was cut off by the operation's context
+// (the cancel reached the provider while the request was in flight): the API server may have
+// made the object although the step failed, and Pulumi keeps no pending operation for it.
+// A create the server refused (a schema error, AlreadyExists) is not among them.
+func (c *collector) abortedCreates() []map[string]any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []map[string]any
+	for _, urn := range c.order {
+		res, ok := c.failedCreates[urn]
+		if !ok {
+			continue
+		}
+		if slices.ContainsFunc(c.urnErrs[urn], func(msg string) bool {
+			return strings.Contains(msg, "context canceled") || strings.Contains(msg, "context deadline exceeded")
+		}) {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// withoutSecrets drops every secret value (and the key holding it) from serialized properties.
+func withoutSecrets(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if v, keep := dropSecrets(v); keep {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func dropSecrets(v any) (any, bool) {
+	switch t := v.(type) {
+	case map[string]any:
+		if _, secret := t[secretSig]; secret {
+			return nil, false
+		}
+		return withoutSecrets(t), true
+	case []any:
+		out := make([]any, 0, len(t))
+		for _, e := range t {
+			if e, keep := dropSecrets(e); keep {
+				out = append(out, e)
+			}
+		}
+		return out, true
+	}
+	return v, true
 }
 
 // step records a step; a replacement's several events fold into one entry per URN.

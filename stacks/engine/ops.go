@@ -245,6 +245,9 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 		e.pruneHistory(ctx, req.Stack)
 	}
 	col.drain(5 * time.Second)
+	if err != nil && op == OpUp && ctx.Err() != nil {
+		e.settleAborted(ctx, op, sw, req, col, rec)
+	}
 	res := &Result{Stack: req.Stack, Operation: op}
 	col.finish(res)
 	res.Duration = time.Since(start)

@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -260,7 +262,7 @@ func (e *Engine) recover(ctx context.Context, op OpKind, sw *stackWorkspace, req
 	col.emit(EventRecovery, fmt.Sprintf("resolving %d pending operation(s) left by an interrupted run", len(info.pending)))
 	hasCreates := slices.ContainsFunc(info.pending, func(p PendingOp) bool { return p.Op == "creating" })
 	if hasCreates {
-		if err := e.resolveCreates(ctx, op, sw, req, col, rec); err != nil {
+		if err := e.resolveCreates(ctx, op, sw, req, col, rec, nil); err != nil {
 			return err
 		}
 	}
@@ -282,14 +284,21 @@ func (e *Engine) recover(ctx context.Context, op OpKind, sw *stackWorkspace, req
 // resolveCreates edits the state: adopted creates become resources, the rest are dropped.
 // It works on a ciphertext export, so no secret is ever written in plaintext, and re-checks
 // the checkpoint just before importing so it never overwrites a state another process saved
-// in between.
-func (e *Engine) resolveCreates(ctx context.Context, op OpKind, sw *stackWorkspace, req Request, col *collector, rec *Recovery) error {
+// in between. aborted are creates a cancel cut off (settleAborted): they are resolved as
+// pending creates to adopt.
+func (e *Engine) resolveCreates(ctx context.Context, op OpKind, sw *stackWorkspace, req Request, col *collector, rec *Recovery, aborted []map[string]any) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		raw, err := e.exportCiphertext(ctx, op, sw, req.Stack)
 		if err != nil {
 			return err
 		}
-		edited, adopted, forgotten, err := e.editPending(raw.Deployment, req.Decisions)
+		dep, decisions := raw.Deployment, req.Decisions
+		if len(aborted) > 0 {
+			if dep, decisions, err = withAborted(dep, aborted, decisions); err != nil {
+				return opErr(op, req.Stack, ErrFailed, "edit state: %v", err)
+			}
+		}
+		edited, adopted, forgotten, err := e.editPending(dep, decisions)
 		if err != nil {
 			return opErr(op, req.Stack, ErrFailed, "edit state: %v", err)
 		}
@@ -320,6 +329,79 @@ func (e *Engine) resolveCreates(ctx context.Context, op OpKind, sw *stackWorkspa
 		return nil
 	}
 	return opErr(op, req.Stack, ErrConflict, "the state kept changing while recovering; another process is working on the stack")
+}
+
+// Creates a cancel cut off. Canceling an up interrupts the Kubernetes provider's requests in
+// flight; a create the API server carried out but whose response was lost is reported failed,
+// so Pulumi keeps no pending operation for it, and the object would stay in the cluster outside
+// the stack (with auto-naming the next up makes a second one). settleAborted runs right after
+// a canceled up, with the stack slot still held: it adopts each such create the way recovery
+// adopts a pending create, then a refresh of just those reads them back; an object the server
+// did make stays in the stack, one it never made drops out. Data-bearing kinds are adopted
+// too: unlike a pending create found later, this request was this engine's own, seconds ago,
+// and refused creates (AlreadyExists) are not among them (collector.abortedCreates). The
+// caller's context is done, so it runs on its own deadline (CancelGrace); when it cannot
+// finish, it says which objects to check.
+func (e *Engine) settleAborted(ctx context.Context, op OpKind, sw *stackWorkspace, req Request, col *collector, rec *Recovery) {
+	aborted := col.abortedCreates()
+	if len(aborted) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.CancelGrace)
+	defer cancel()
+	before := len(rec.Adopted)
+	err := e.resolveCreates(sctx, op, sw, req, col, rec, aborted)
+	if adopted := rec.Adopted[before:]; err == nil && len(adopted) > 0 {
+		err = e.withLock(sctx, op, sw, req.Stack, col, rec, func() error {
+			_, err := sw.st.Refresh(sctx, optrefresh.Target(adopted), optrefresh.ShowSecrets(false),
+				optrefresh.Color("never"), optrefresh.Message("tfrs: read back creates the cancel cut off"))
+			return err
+		})
+		if err == nil {
+			col.emit(EventRecovery, fmt.Sprintf("read back %d create(s) the cancel cut off", len(adopted)))
+		}
+	}
+	if err != nil {
+		urns := make([]string, len(aborted))
+		for i, r := range aborted {
+			urns[i] = r["urn"].(string)
+		}
+		msg := fmt.Sprintf("the cancel cut off the create of %s and the engine could not read them back (%s): each may exist in the cluster outside the stack",
+			strings.Join(urns, ", "), e.red.redact(err.Error()))
+		col.deliver(Event{Kind: EventDiag, Severity: "warning", Message: msg})
+		e.opts.Logger.Warn("creates cut off by a cancel not settled", "stack", req.Stack, "error", msg)
+	}
+}
+
+// errPendingLeft: the state already has pending operations, which only the next operation's
+// recovery may resolve (it asks for decisions this one cannot take).
+var errPendingLeft = errors.New("the state has pending operations of its own; the next up recovers them first")
+
+// withAborted adds the aborted creates to the deployment as pending creates, and a decision to
+// adopt each.
+func withAborted(raw json.RawMessage, aborted []map[string]any, decisions map[string]Decision) (json.RawMessage, map[string]Decision, error) {
+	var dep map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &dep); err != nil {
+		return nil, nil, err
+	}
+	if p, ok := dep["pending_operations"]; ok && string(p) != "null" && string(p) != "[]" {
+		return nil, nil, errPendingLeft
+	}
+	pending := make([]map[string]any, len(aborted))
+	out := maps.Clone(decisions)
+	if out == nil {
+		out = map[string]Decision{}
+	}
+	for i, r := range aborted {
+		pending[i] = map[string]any{"type": "creating", "resource": r}
+		out[r["urn"].(string)] = DecisionAdopt
+	}
+	var err error
+	if dep["pending_operations"], err = json.Marshal(pending); err != nil {
+		return nil, nil, err
+	}
+	b, err := json.Marshal(dep)
+	return b, out, err
 }
 
 // exportCiphertext exports without --show-secrets (auto's ExportStack always decrypts).

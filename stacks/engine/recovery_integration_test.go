@@ -1,15 +1,22 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +25,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 const appConfigMaps = 6
@@ -205,6 +213,80 @@ func TestCancelLeavesStackUsable(t *testing.T) {
 	if res.Recovery != nil {
 		t.Logf("recovery after cancel: %+v", *res.Recovery)
 	}
+	verifyConverged(t, e, client, stack, ns)
+	_, err = e.Destroy(tctx(t, 5*time.Minute), Request{Stack: stack})
+	require.NoError(t, err)
+}
+
+// TestCancelCutsOffACreate makes deterministic what TestCancelLeavesStackUsable meets by
+// chance: the API server makes an object, but the cancel reaches the provider before the
+// response does. A proxy in front of the API server forwards the create of cm-2, cancels the
+// up, and holds the response back until the provider gives up on it. Pulumi records the step
+// as failed and keeps no pending operation; the engine must take the object into the stack
+// before it returns, so the next up neither orphans it nor makes a second cm-2.
+func TestCancelCutsOffACreate(t *testing.T) {
+	cp := controlPlane(t)
+	client, err := cp.Client()
+	require.NoError(t, err)
+	upstream, err := url.Parse(cp.RESTConfig.Host)
+	require.NoError(t, err)
+	transport, err := rest.TransportFor(cp.RESTConfig)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var trapped atomic.Value // the name of the object the server made
+	rp := &httputil.ReverseProxy{Transport: transport, Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(upstream) }}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodPost || r.Method == http.MethodPatch) && strings.Contains(r.URL.Path, "/configmaps") && trapped.Load() == nil {
+			body, err := io.ReadAll(r.Body)
+			if err == nil && strings.Contains(r.URL.Path+string(body), "cm-2-") {
+				out := r.Clone(context.Background())
+				out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+				rec := httptest.NewRecorder()
+				rp.ServeHTTP(rec, out)
+				var obj metav1.PartialObjectMetadata
+				if assert.NoError(t, json.Unmarshal(rec.Body.Bytes(), &obj), "the server's answer: %s", rec.Body) {
+					trapped.Store(obj.Name)
+				}
+				cancel()
+				select { // the provider aborts the request once the cancel reaches it
+				case <-r.Context().Done():
+				case <-time.After(time.Minute):
+				}
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: p, cluster: {server: %q}}]
+users: [{name: p, user: {}}]
+contexts: [{name: p, context: {cluster: p, user: p}}]
+current-context: p
+`, proxy.URL)
+
+	e := newEngine(t, Options{})
+	const stack, ns = "tenant.cutoff.demo", "cutoff-demo"
+	res, err := e.Up(ctx, Request{Stack: stack, Program: appProgram(kc, ns, appConfigMaps)})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrCanceled)
+	name, _ := trapped.Load().(string)
+	require.NotEmpty(t, name, "the proxy saw the create of cm-2")
+	_, err = client.CoreV1().ConfigMaps(ns).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err, "the server made %s", name)
+	require.NotNil(t, res.Recovery)
+	assert.Contains(t, res.Recovery.Adopted, "urn:pulumi:"+stack+"::tfrs::kubernetes:core/v1:ConfigMap::cm-2")
+	var ids []string
+	for _, r := range exportState(t, e, stack).Resources {
+		ids = append(ids, r.ID)
+	}
+	assert.Contains(t, ids, ns+"/"+name, "the canceled up took the object it made into the stack")
+
+	_, err = e.Up(tctx(t, 5*time.Minute), Request{Stack: stack, Program: appProgram(kc, ns, appConfigMaps)})
+	require.NoError(t, err)
 	verifyConverged(t, e, client, stack, ns)
 	_, err = e.Destroy(tctx(t, 5*time.Minute), Request{Stack: stack})
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/common/apitype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -144,4 +145,46 @@ func TestPlainString(t *testing.T) {
 	v, ok = plainString("plain")
 	assert.True(t, ok)
 	assert.Equal(t, "plain", v)
+}
+
+// TestAbortedCreates: a create the cancel cut off in flight is kept for settling (secrets
+// dropped: the event stream only has them blinded); one the server refused is not.
+func TestAbortedCreates(t *testing.T) {
+	c := newCollector(OpUp, "s", nil, newRedactor(nil))
+	failed := func(urn, typ string, inputs map[string]any) {
+		c.handle(apitype.EngineEvent{ResOpFailedEvent: &apitype.ResOpFailedEvent{Metadata: apitype.StepEventMetadata{
+			Op: "create", URN: urn, Type: typ,
+			New: &apitype.StepEventStateMetadata{URN: urn, Type: typ, Custom: true, Parent: "urn:parent", Provider: provURN + "::pid", Inputs: inputs},
+		}}})
+	}
+	diag := func(urn, msg string) {
+		c.handle(apitype.EngineEvent{DiagnosticEvent: &apitype.DiagnosticEvent{URN: urn, Severity: "error", Message: msg}})
+	}
+	secret := map[string]any{secretSig: "1b47061264138c4ac30d75fd1eb44270", "ciphertext": "[secret]"}
+	md := map[string]any{"name": "app-1234", "namespace": "ns"}
+	failed("urn:s1", "kubernetes:core/v1:Secret", map[string]any{"kind": "Secret", "metadata": md, "stringData": secret, "list": []any{secret, "x"}})
+	diag("urn:s1", `resource "urn:s1" was not successfully created by the Kubernetes API server: unexpected error when reading response body. Please retry. Original error: context canceled`)
+	failed("urn:c1", "kubernetes:core/v1:ConfigMap", map[string]any{"kind": "ConfigMap", "metadata": md})
+	diag("urn:c1", `resource "urn:c1" was not successfully created by the Kubernetes API server: configmaps "app-1234" already exists`)
+	failed("urn:chart", "kubernetes:helm.sh/v3:Release", map[string]any{"name": "r"})
+	diag("urn:chart", "context canceled")
+
+	got := c.abortedCreates()
+	require.Len(t, got, 1, "only the create cut off in flight")
+	assert.Equal(t, map[string]any{
+		"urn": "urn:s1", "type": "kubernetes:core/v1:Secret", "custom": true, "parent": "urn:parent", "provider": provURN + "::pid",
+		"inputs": map[string]any{"kind": "Secret", "metadata": md, "list": []any{"x"}},
+	}, got[0])
+
+	// Settling turns it into a pending create adopted with the ID the provider gives it.
+	dep, decisions, err := withAborted(deployment(t, nil), got, nil)
+	require.NoError(t, err)
+	_, adopted, forgotten, err := testEngine().editPending(dep, decisions)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"urn:s1"}, adopted)
+	assert.Empty(t, forgotten)
+
+	// A state with pending operations of its own is left to the next up's recovery.
+	_, _, err = withAborted(deployment(t, nil, pendingCreate("urn:p", "kubernetes:core/v1:ConfigMap", md)), got, nil)
+	assert.ErrorIs(t, err, errPendingLeft)
 }
