@@ -243,7 +243,7 @@ func (r *reconciler) planOrApply(ctx context.Context, obj v1alpha1.Object, t kin
 		return err
 	}
 	rep := diff.FromOutcome(out)
-	if why := gate(obj.Approval(), rep); why != "" {
+	if why := gate(j.mode, rep); why != "" {
 		set, err := r.plans.propose(ctx, t.Stack, plans)
 		if err != nil {
 			return fmt.Errorf("store the plan: %w", err)

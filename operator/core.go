@@ -163,6 +163,12 @@ func (r *reconciler) facts(ctx context.Context, obj v1alpha1.Object, t kinds.Tar
 		Drift:   obj.GetDriftDetection(), Failures: r.jobs.failures(t.Stack), ParentKnown: true,
 		Approval: obj.Approval(), Approve: obj.GetAnnotations()[v1alpha1.AnnotationApprove],
 	}
+	if g := r.kind.gate; g != nil {
+		var err error
+		if f.Approval, f.Drift, err = g(ctx, r.client, obj); err != nil {
+			return f, err
+		}
+	}
 	parents, err := r.kind.parents(ctx, r.client, obj, t)
 	if err != nil {
 		return f, err
@@ -214,7 +220,7 @@ func key(o client.Object) string {
 func (r *reconciler) startUp(obj v1alpha1.Object, t kinds.Target, f facts, v verdict) {
 	st, why := obj.GetStackStatus(), v.Why
 	j := &job{kind: jobUp, uid: obj.GetUID(), gen: obj.GetGeneration(), why: why, request: f.Request,
-		parentDigest: f.ParentDigest, decision: pendingDecision(obj), gated: v.Action == actPlan}
+		parentDigest: f.ParentDigest, decision: pendingDecision(obj), gated: v.Action == actPlan, mode: f.Approval}
 	if v.Action == actApply {
 		j.approved, j.request = st.PendingPlan.ID, st.LastHandledReconcileRequest
 	}

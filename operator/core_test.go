@@ -421,6 +421,7 @@ func TestPersonalTenantsWaitForTheSharedStackOwner(t *testing.T) {
 	younger := newTenant("b", "bob", "main")
 	for i, tn := range []*v1alpha1.TFRTenant{older, younger} {
 		tn.Spec.Type, tn.Spec.JobType = v1alpha1.TenantPersonal, "chat"
+		tn.Spec.Approval = v1alpha1.ApprovalSpec{} // the cluster's spec.personal.approval applies
 		tn.CreationTimestamp = metav1.NewTime(time.Date(2026, 1, 1, 0, i, 0, 0, time.UTC))
 	}
 	h := newHarness(t, c, older, younger)

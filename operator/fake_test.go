@@ -225,7 +225,7 @@ func cond(obj v1alpha1.Object, typ string) *metav1.Condition {
 
 func newCluster(name string) *v1alpha1.TFRCluster {
 	return &v1alpha1.TFRCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Generation: 1, UID: uid(name)},
-		Spec: v1alpha1.TFRClusterSpec{Domain: "tfrs.example.com", Approval: auto}}
+		Spec: v1alpha1.TFRClusterSpec{Domain: "tfrs.example.com", Approval: auto, Personal: v1alpha1.PersonalSpec{Approval: auto}}}
 }
 
 func newTenant(ns, name, cluster string) *v1alpha1.TFRTenant {

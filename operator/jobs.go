@@ -37,7 +37,8 @@ type job struct {
 	// is the pending plan set applied.
 	gated    bool
 	approved string
-	sink     engine.Sink // the job's progress reporter
+	mode     v1alpha1.ApprovalMode // the approval mode the gate applies (facts.Approval)
+	sink     engine.Sink           // the job's progress reporter
 	started  time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}

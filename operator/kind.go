@@ -33,6 +33,9 @@ type kind struct {
 	watch func(b *builder.Builder, c client.Reader) *builder.Builder
 	// ready fills the kind's own status fields after a successful up.
 	ready func(obj v1alpha1.Object)
+	// gate is the approval mode and drift check the object's runs follow; nil: its own
+	// spec's (ownGate). A personal tenant follows its cluster's (tenantGate).
+	gate func(ctx context.Context, c client.Reader, obj v1alpha1.Object) (v1alpha1.ApprovalMode, v1alpha1.DriftDetectionSpec, error)
 }
 
 // name is the kind's name, the label of its metrics and its controller's name.

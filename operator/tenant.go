@@ -84,6 +84,7 @@ func tenantKind() *kind {
 			x := obj.(*v1alpha1.TFRTenant)
 			x.Status.TargetNamespace = x.TargetNamespace()
 		},
+		gate: tenantGate,
 	}
 }
 

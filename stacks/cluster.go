@@ -28,6 +28,7 @@ const (
 	ClusterMinIOOperator         = "minio-operator"
 	ClusterRabbitMQOperator      = "rabbitmq-operator"
 	ClusterImageRegistry         = "image-registry"
+	ClusterOwnership             = "ownership-policy"
 )
 
 // clusterDependsOn is the graph: for each component, the components it waits for. The three
@@ -173,6 +174,9 @@ func (c *clusterComponents) steps(ctx *pulumi.Context, spec *v1alpha1.TFRCluster
 			c.registry, err = cluster.NewImageRegistry(ctx, ClusterImageRegistry, p.registry, o...)
 			return c.registry, err
 		}},
+		{ClusterOwnership, cluster.OwnershipType, "", func(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+			return cluster.NewOwnership(ctx, ClusterOwnership, OwnershipArgs(p.pullSecretName()), o...)
+		}},
 	}
 }
 
@@ -181,7 +185,7 @@ func (c *clusterComponents) outputs(spec *v1alpha1.TFRClusterSpec, p *clusterPla
 	out := newExports((&ClusterOutputs{
 		Domain: spec.Domain, APIHost: cluster.APIHost(spec.Domain), IngressMode: string(spec.Ingress.Mode),
 		ImageRegistry: p.imageMirror, ReservedNamespaces: slices.Sorted(slices.Values(spec.ReservedNamespaces)),
-		Personal: p.personal,
+		Personal: p.personal, Tenancy: tenancyOutput(&spec.Tenancy),
 	}).fields())
 	if i := c.ingress; i != nil {
 		out.set(ClusterOutputIngressAddress, i.Address)
@@ -281,7 +285,7 @@ func planCluster(tc *v1alpha1.TFRCluster) (*clusterPlan, error) {
 		p.certManager.CASecretName = ca.SecretName
 	}
 	p.istio = &cluster.IstioArgs{
-		Base: istio[0], Istiod: istio[1],
+		Base: istio[0], Istiod: istio[1], CNI: istio[2],
 		IngressService: cluster.IngressService, IngressSelector: cluster.IngressSelectorValue,
 		Tracing: cluster.TracingProvider{Name: clusterTracingProvider, Service: clusterTracingService, Port: clusterTracingPort},
 	}
@@ -295,7 +299,7 @@ func planCluster(tc *v1alpha1.TFRCluster) (*clusterPlan, error) {
 		// ACME proves names over HTTP-01, which cannot prove a wildcard.
 		Wildcard: s.TLS.Issuer != v1alpha1.TLSACME,
 	}
-	p.envoyFilters = &cluster.EnvoyFilterArgs{Domain: s.Domain}
+	p.envoyFilters = &cluster.EnvoyFilterArgs{Domain: s.Domain, Targets: RoutingTargets(s)} // routing.go
 	p.virtualService = &cluster.ClusterVirtualServiceArgs{Domain: s.Domain, Gateway: cluster.GatewayRef()}
 	p.telemetry = &cluster.IstioTelemetryArgs{TracingProvider: clusterTracingProvider, SamplingPercent: clusterTracingSampling}
 	p.cnpg = &cluster.CNPGOperatorArgs{Manifest: cnpg[0], Images: rewrite}

@@ -144,6 +144,7 @@ var allClusterComponents = map[string]string{
 	ClusterMinIOOperator:         cluster.MinIOOperatorType,
 	ClusterRabbitMQOperator:      cluster.RabbitMQOperatorType,
 	ClusterImageRegistry:         cluster.ImageRegistryType,
+	ClusterOwnership:             cluster.OwnershipType,
 }
 
 // The seeds' graph, written out edge by edge.
@@ -242,6 +243,7 @@ func TestClusterEveryComponentPerIngressMode(t *testing.T) {
 				ClusterOutputRabbitMQOperatorReady: true,
 				ClusterOutputReservedNamespaces:    []string{},
 				ClusterOutputPersonal:              defaultPersonalJSON(t),
+				ClusterOutputTenancy:               "{}", // no spec.tenancy: the built-in policy (tenancy.go)
 			})
 		})
 	}
@@ -453,8 +455,8 @@ func TestClusterMirrorOverrides(t *testing.T) {
 	check(t, "rabbitmq cluster file", plainInputs(cf("rabbitmq-operator-cluster-operator").Inputs)["file"], "/opt/manifests/rabbitmq/cluster-operator.yml")
 	check(t, "rabbitmq topology file", plainInputs(cf("rabbitmq-operator-topology-operator").Inputs)["file"], "/opt/manifests/rabbitmq/messaging-topology-operator-with-certmanager.yaml")
 	for _, n := range []string{"cnpg-operator-manifest", "rabbitmq-operator-cluster-operator", "rabbitmq-operator-topology-operator"} {
-		if cf(n).Transforms != 1 {
-			t.Errorf("%s: %d transforms, want the image mirror", n, cf(n).Transforms)
+		if cf(n).Transforms != 2 {
+			t.Errorf("%s: %d transforms, want the namespace's platform role and the image mirror", n, cf(n).Transforms)
 		}
 	}
 	check(t, "imageRegistry output", out[ClusterOutputImageRegistry], "mirror.example.cn/tfrs")
@@ -466,6 +468,7 @@ func TestClusterPinnedSources(t *testing.T) {
 		"cert-manager-chart":   {"cert-manager", "https://charts.jetstack.io", "v1.21.2"},
 		"istio-base":           {"base", istioChartRepo, "1.30.3"},
 		"istio-istiod":         {"istiod", istioChartRepo, "1.30.3"},
+		"istio-cni":            {"cni", istioChartRepo, "1.30.3"},
 		"istio-ingress-chart":  {"gateway", istioChartRepo, "1.30.3"},
 		"minio-operator-chart": {"operator", "https://operator.min.io", "7.1.1"},
 	} {
@@ -484,8 +487,8 @@ func TestClusterPinnedSources(t *testing.T) {
 	} {
 		r := m.find(t, "kubernetes:yaml/v2:ConfigFile", name)
 		check(t, name, plainInputs(r.Inputs)["file"], want)
-		if r.Transforms != 0 {
-			t.Errorf("%s: transforms without a mirror", name)
+		if r.Transforms != 1 { // the namespace's platform role (clusterns.Labels) only
+			t.Errorf("%s: %d transforms without a mirror, want the platform role's only", name, r.Transforms)
 		}
 	}
 }

@@ -78,16 +78,18 @@ func ownerName(stack string) string {
 // TenantNamespaceErrors are the refusals of the tenant's target namespace that need more than
 // its spec: reserved by its cluster (TenantCluster.ReservedNamespaces), or not the namespace
 // stack's to manage (DecideNamespace over st, nil when it was not read). stack is the stack
-// that creates the namespace (a personal tenant's shared stack). Every error is at
-// spec.namespace.
+// that creates the namespace (a personal tenant's shared stack). Then the cluster's tenancy
+// policy (tenancy.go): a new tenant's namespace claim, at spec.namespace, and its class, at
+// spec.class and at every field that exceeds it.
 func TenantNamespaceErrors(t *v1alpha1.TFRTenant, c TenantCluster, stack string, st *NamespaceState) field.ErrorList {
 	if errs := v1alpha1.ReservedNamespaceErrors(t, c.ReservedNamespaces...); len(errs) > 0 {
 		return errs
 	}
-	if _, err := DecideNamespace(t.TargetNamespace(), stack, st); err != nil {
+	decision, err := DecideNamespace(t.TargetNamespace(), stack, st)
+	if err != nil {
 		return field.ErrorList{field.Forbidden(field.NewPath("spec", "namespace"), err.Error())}
 	}
-	return nil
+	return tenancyErrors(t, c, decision) // tenancy.go: the cluster's tenancy policy
 }
 
 // runningStack is the bare stack name of a running program (the engine may qualify it with an

@@ -288,6 +288,9 @@ const (
 	// ClusterOutputPersonal is the TFRCluster's spec.personal, defaulted, as JSON: the shared
 	// middleware of its personal tenants per job type (TenantCluster.PersonalMiddleware).
 	ClusterOutputPersonal = "personal"
+	// ClusterOutputTenancy is the TFRCluster's spec.tenancy as JSON: its tenants' classes and
+	// namespace policy (TenantCluster.Tenancy, tenancy.go).
+	ClusterOutputTenancy = "tenancy"
 )
 
 // ClusterOutputs are the cluster stack's outputs, typed. The program exports the values it
@@ -302,6 +305,7 @@ type ClusterOutputs struct {
 	RabbitMQOperatorReady                        bool
 	ReservedNamespaces                           []string
 	Personal                                     OptionalString
+	Tenancy                                      OptionalString
 }
 
 func (o *ClusterOutputs) fields() outputTable {
@@ -315,7 +319,7 @@ func (o *ClusterOutputs) fields() outputTable {
 		bind(ClusterOutputCNPGOperatorReady, &o.CNPGOperatorReady), bind(ClusterOutputMinIOOperatorReady, &o.MinIOOperatorReady),
 		bind(ClusterOutputRabbitMQOperatorReady, &o.RabbitMQOperatorReady),
 		bind(ClusterOutputReservedNamespaces, &o.ReservedNamespaces),
-		bind(ClusterOutputPersonal, &o.Personal),
+		bind(ClusterOutputPersonal, &o.Personal), bind(ClusterOutputTenancy, &o.Tenancy),
 	}
 }
 
@@ -341,6 +345,9 @@ type TenantCluster struct {
 	// Personal is the cluster's spec.personal as JSON ("" from a cluster stack made before
 	// the output existed: every job type takes the defaults); see PersonalMiddleware.
 	Personal OptionalString
+	// Tenancy is the cluster's spec.tenancy as JSON ("" from a cluster stack made before the
+	// output existed: the built-in policy); see TenantCluster.TenancyPolicy.
+	Tenancy OptionalString
 }
 
 func (c *TenantCluster) fields() outputTable {
@@ -348,6 +355,7 @@ func (c *TenantCluster) fields() outputTable {
 		bind(ClusterOutputPullSecretName, &c.PullSecretName), bind(ClusterOutputDockerConfigJSON, &c.DockerConfigJSON),
 		bind(ClusterOutputImageRegistry, &c.ImageRegistry), bind(ClusterOutputRabbitMQOperatorReady, &c.RabbitMQOperatorReady),
 		bind(ClusterOutputReservedNamespaces, &c.ReservedNamespaces), bind(ClusterOutputPersonal, &c.Personal),
+		bind(ClusterOutputTenancy, &c.Tenancy),
 	}
 }
 

@@ -89,7 +89,7 @@ func TestClusterOutputKeys(t *testing.T) {
 	}
 	tenantKeys := TenantClusterKeys()
 	check(t, "tenant keys", sortedNames(tenantKeys), []string{ClusterOutputDockerConfigJSON, ClusterOutputImageRegistry,
-		ClusterOutputPersonal, ClusterOutputPullSecretName, ClusterOutputRabbitMQOperatorReady, ClusterOutputReservedNamespaces})
+		ClusterOutputPersonal, ClusterOutputPullSecretName, ClusterOutputRabbitMQOperatorReady, ClusterOutputReservedNamespaces, ClusterOutputTenancy})
 	for k, secret := range tenantKeys {
 		check(t, k+" secret (tenant)", secret, keys[k])
 	}

@@ -30,8 +30,15 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/components/server"
 	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
+
+// PersonalCacheSubPath is the directory of the job type's shared-cache volume that a personal
+// robot mounts (at the tenant's cache dir, where TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR points):
+// its own, named by its robot type and id, so robots of different owners never see or write
+// each other's files. An enterprise tenant's robots share the whole volume: one owner.
+func PersonalCacheSubPath(r server.Robot) string { return "robots/" + r.Name() }
 
 // PersonalSharedStack names the stack that owns the namespace and middleware shared by the
 // personal tenants of jobType (the rule is stackname.PersonalShared).

@@ -50,7 +50,7 @@ func sharedTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*v1alpha1.TFRTenant, 
 	s.Spec.TenantMiddleware = m
 	check := s.DeepCopy()
 	check.Spec.Type, check.Spec.JobType = v1alpha1.TenantEnterprise, ""
-	if errs := check.Validate(); len(errs) > 0 {
+	if errs := check.ValidateWithAdminValues(); len(errs) > 0 { // the cluster's values: free-form
 		return nil, fmt.Errorf("job type %q: the cluster's %s: %w", t.Spec.JobType, source, errs.ToAggregate())
 	}
 	return s, nil

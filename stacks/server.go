@@ -155,6 +155,9 @@ func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
 	if err := (boundary{namespace: p.t.Namespace}).register(ctx); err != nil {
 		return nil, err
 	}
+	if err := (ownership{stack: p.robot.Owner}).register(ctx); err != nil {
+		return nil, err
+	}
 	return registerServer(ctx, s, p, in.Graph)
 }
 
@@ -204,6 +207,9 @@ func planServer(s *v1alpha1.TFRServer, t TenantOutputs) (*serverPlan, error) {
 			return nil, fmt.Errorf("server %q: the tenant's shared cache %q has no directory", s.Name, t.SharedCacheClaim)
 		}
 		p.sharedCache = &server.SharedCache{Claim: t.SharedCacheClaim, Dir: t.SharedCacheDir}
+		if p.personal {
+			p.sharedCache.SubPath = PersonalCacheSubPath(p.robot)
+		}
 	}
 	jobs := &s.Spec.InitJobs
 	for id, on := range map[string]bool{ServerDBInit: *jobs.DBInit, ServerMinIOInit: *jobs.MinIOInit, ServerGrafanaSA: *jobs.GrafanaSA} {

@@ -354,7 +354,12 @@ func TestServerPersonal(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256([]byte(robotRedis))
-		check(t, id+" acl line", string(line), "user "+robot.Name()+" on #"+hex.EncodeToString(sum[:])+" ~"+robot.RedisKeyPrefix()+"* &"+robot.RedisKeyPrefix()+"* +@all -@admin -@dangerous\n")
+		// The command rules are an allowlist (kit.RedisRobotCommands, tested against the
+		// pinned Redis command table in components/internal/kit).
+		aclHead := "user " + robot.Name() + " on #" + hex.EncodeToString(sum[:]) + " ~" + robot.RedisKeyPrefix() + "* &" + robot.RedisKeyPrefix() + "* -@all "
+		if !strings.HasPrefix(string(line), aclHead) || !strings.HasSuffix(string(line), " -@admin -@dangerous -@scripting\n") {
+			t.Errorf("%s acl line = %q, want %q… -@scripting", id, line, aclHead)
+		}
 		check(t, id+" acl secret", dig(t, plainInputs(patch.Inputs), "metadata"), map[string]any{"name": "redis-acl", "namespace": "personal-chat"})
 		cos := cz["cos"].(map[string]any)
 		check(t, id+" cos", []any{cos["access_key"], cos["bucket"]}, []any{robot.Name(), robot.Bucket()})

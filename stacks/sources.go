@@ -118,12 +118,15 @@ var pinnedSources = map[string]PinnedSource{
 	ClusterIstio: {
 		Component: ClusterIstio, Kind: SourceHelm,
 		Repo: istioChartRepo, Version: "1.30.3",
-		Artifacts: []Artifact{{Name: "base", CRDs: "istio"}, {Name: "istiod", TakesValues: true}},
-		Images:    []string{"docker.io/istio/pilot", "docker.io/istio/proxyv2"},
+		// cni: the node agent that replaces the injected istio-init (NET_ADMIN, NET_RAW), which
+		// Pod Security restricted in tenant namespaces refuses (components/cluster/istio.go).
+		Artifacts: []Artifact{{Name: "base", CRDs: "istio"}, {Name: "istiod", TakesValues: true}, {Name: "cni"}},
+		Images:    []string{"docker.io/istio/pilot", "docker.io/istio/proxyv2", "docker.io/istio/install-cni"},
 		mirrorValues: func(m func(string) string) map[string]map[string]any {
 			// The hub also names the proxy image injected into sidecars and gateways. The chart
 			// sources default it to a test registry; released charts set docker.io/istio.
-			return map[string]map[string]any{"istiod": {"global": map[string]any{"hub": m("docker.io/istio")}}}
+			hub := map[string]any{"global": map[string]any{"hub": m("docker.io/istio")}}
+			return map[string]map[string]any{"istiod": hub, "cni": hub}
 		},
 	},
 	ClusterIstioIngress: {

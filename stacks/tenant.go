@@ -14,6 +14,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/stacks/confz"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
@@ -75,7 +76,7 @@ var tenantExternal = map[string]string{TenantRabbitMQOperatorReady: cluster.Rabb
 // Settings of the tenant program that the TFRTenant spec does not carry.
 const (
 	// TenantMonitoringNamespace may call into every tenant (cluster-wide monitoring).
-	TenantMonitoringNamespace = "monitoring"
+	TenantMonitoringNamespace = clusterns.Monitoring
 	// TenantRabbitMQUser is the generated default user of RabbitMQ.
 	TenantRabbitMQUser = "tfrs"
 	// Label keys on the tenant namespace.
@@ -187,6 +188,9 @@ func tenantProgram(ctx *pulumi.Context, in TenantInput) (pulumi.Map, error) {
 	if err := (boundary{namespace: p.namespace, ownsNamespace: true}).register(ctx); err != nil {
 		return nil, err
 	}
+	if err := (ownership{stack: stack}).register(ctx); err != nil {
+		return nil, err
+	}
 	return registerTenant(ctx, t, p, in.Graph)
 }
 
@@ -202,6 +206,7 @@ type tenantPlan struct {
 	// ownership that was not verified.
 	retainNamespace bool
 	pullSecret      *TenantCluster // nil: no pull Secret
+	quota           *tenant.Quota  // the namespace's class (tenancy.go)
 	images          tenant.Images
 	jaeger          tenant.ChartRef
 	grafana         tenant.ChartRef
@@ -237,6 +242,9 @@ func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {
 		return nil, err
 	}
 	p.jaeger, p.grafana = jaeger[0], grafana[0]
+	if p.quota, err = tenantQuota(t, c); err != nil {
+		return nil, err
+	}
 	if err := exportSecretNameErrors(t, c); err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
@@ -76,9 +76,9 @@ func (r *tenantRegistrar) steps() []step {
 func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 	p := r.p
 	args := &tenant.NamespaceArgs{
-		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace,
+		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace, Quota: p.quota,
 		Annotations:       map[string]string{AnnotationOwner: p.owner},
-		AllowedNamespaces: []string{cluster.IngressNamespace, cluster.IstioNamespace, TenantMonitoringNamespace},
+		AllowedNamespaces: clusterns.Trusted(), // the mesh trusts names: the reserved ones (see clusterns)
 	}
 	if c := p.pullSecret; c != nil {
 		args.PullSecret = &tenant.PullSecret{Name: c.PullSecretName, DockerConfigJSON: secretOf(c.DockerConfigJSON)}

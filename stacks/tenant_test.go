@@ -24,6 +24,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/internal/netpol"
 	"github.com/tfrs-io/tfrs-operator/internal/upstream"
@@ -232,9 +233,9 @@ func TestTenantEnterprise(t *testing.T) {
 	}
 
 	nsr := plainInputs(m.find(t, "kubernetes:core/v1:Namespace", "").Inputs)
-	check(t, "namespace", dig(t, nsr, "metadata"), map[string]any{"name": "acme", "labels": map[string]any{
+	check(t, "namespace", dig(t, nsr, "metadata"), map[string]any{"name": "acme", "labels": withPodSecurityLabels(map[string]any{
 		"istio-injection": "enabled", LabelTenant: "acme", LabelTenantType: "enterprise",
-	}, "annotations": map[string]any{AnnotationOwner: enterpriseStack}})
+	}), "annotations": map[string]any{AnnotationOwner: enterpriseStack}})
 	pa := plainInputs(m.find(t, "kubernetes:security.istio.io/v1:PeerAuthentication", "").Inputs)
 	check(t, "peer authentication", dig(t, pa, "spec"), map[string]any{"mtls": map[string]any{"mode": "STRICT"}})
 	check(t, "peer authentication name", dig(t, pa, "metadata", "name"), "default")
@@ -566,9 +567,9 @@ func TestTenantPersonal(t *testing.T) {
 		t.Errorf("shared stack registered %d components", n)
 	}
 	nsr := plainInputs(sr.m.find(t, "kubernetes:core/v1:Namespace", "").Inputs)
-	check(t, "shared namespace", dig(t, nsr, "metadata"), map[string]any{"name": "personal-chat", "labels": map[string]any{
+	check(t, "shared namespace", dig(t, nsr, "metadata"), map[string]any{"name": "personal-chat", "labels": withPodSecurityLabels(map[string]any{
 		"istio-injection": "enabled", LabelJobType: "chat", LabelTenantType: "personal",
-	}, "annotations": map[string]any{AnnotationOwner: shared}})
+	}), "annotations": map[string]any{AnnotationOwner: shared}})
 	for _, reg := range sr.m.regs {
 		if strings.Contains(fmt.Sprint(plainInputs(reg.Inputs)), "alice") {
 			t.Errorf("%s %s names the tenant that happens to drive the shared stack", reg.Type, reg.Name)
@@ -636,7 +637,7 @@ func TestTenantPersonal(t *testing.T) {
 		"shared stack given shared outputs": {TenantInput{Tenant: bob, Cluster: testTenantCluster, Shared: &sharedOut}, shared, "takes no shared outputs"},
 		"enterprise given shared outputs":   {TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster, Shared: &sharedOut}, enterpriseStack, "takes no shared outputs"},
 		"other namespace": {TenantInput{Tenant: newPersonal("carol", t0, func(s *v1alpha1.TFRTenantSpec) { s.Namespace = "carol" }),
-			Cluster: testTenantCluster, Shared: &sharedOut}, "tenant.tfrs-system.carol", `shares namespace "personal-chat"`},
+			Cluster: testTenantCluster, Shared: &sharedOut}, "tenant.tfrs-system.carol", `leave spec.namespace unset`},
 		"other job type": {TenantInput{Tenant: newPersonal("dave", t0, func(s *v1alpha1.TFRTenantSpec) { s.JobType = "code" }),
 			Cluster: testTenantCluster, Shared: &sharedOut}, "tenant.tfrs-system.dave", `want job type "code"`},
 	} {
@@ -889,6 +890,12 @@ func checkNetworkIsolation(t *testing.T, m *recordingMocks, ns string) {
 		}
 		check(t, np.Name+" namespace", np.Namespace, ns)
 		c.Policies = append(c.Policies, np)
+	}
+	// The platform namespaces as the cluster stack (and the admin, for monitoring) label them;
+	// the policies trust the label, not the name.
+	c.NamespaceLabels = map[string]map[string]string{}
+	for _, n := range []string{cluster.IngressNamespace, TenantMonitoringNamespace} {
+		c.NamespaceLabels[n] = clusterns.Labels(n)
 	}
 	pods := map[string]map[string]string{
 		"postgres": {"cnpg.io/cluster": ns + "-pg"}, "minio": {"v1.min.io/tenant": tenant.MinIOTenant},

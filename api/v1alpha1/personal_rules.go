@@ -40,8 +40,11 @@ func (m *TenantMiddleware) Default() {
 	*m = t.Spec.TenantMiddleware
 }
 
-// Default defaults the middleware of every job type.
+// Default defaults the middleware of every job type and the shared stacks' approval and
+// drift check.
 func (p *PersonalSpec) Default() {
+	p.Approval.Default()
+	p.DriftDetection.Default()
 	p.Middleware.Default()
 	for jt, m := range p.JobTypes {
 		m.Default()
@@ -107,7 +110,46 @@ func personalMiddlewareErrors(t *TFRTenant) field.ErrorList {
 			"a personal tenant cannot set shared middleware: the personal tenants of job type %q share it, and the cluster's spec.personal.jobTypes[%s] (or spec.personal.middleware) sets it",
 			t.Spec.JobType, t.Spec.JobType)))
 	}
+	return append(errs, personalSettingsErrors(t)...)
+}
+
+// personalSettingsErrors refuses, in a defaulted personal tenant t, what else would let one
+// personal tenant steer its job type's shared stack: a namespace other than
+// personal-<jobType> (the one every tenant of the job type shares), and an approval mode or
+// drift check of its own (the runs of any personal tenant bring the shared stack up, so
+// they follow the cluster's spec.personal.approval and spec.personal.driftDetection).
+func personalSettingsErrors(t *TFRTenant) field.ErrorList {
+	var errs field.ErrorList
+	if want := PersonalNamespacePrefix + t.Spec.JobType; t.Spec.Namespace != "" && t.Spec.Namespace != want {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "namespace"), fmt.Sprintf(
+			"a personal tenant's namespace is its job type's, %q: leave spec.namespace unset", want)))
+	}
+	var drift DriftDetectionSpec
+	drift.Default()
+	got := *t.Spec.DriftDetection.DeepCopy()
+	got.Default()
+	if !equality.Semantic.DeepEqual(got, drift) {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "driftDetection"),
+			"a personal tenant cannot set its drift check: its runs check its job type's shared stack, which the cluster's spec.personal.driftDetection configures"))
+	}
+	if t.Spec.Approval.Effective() != ApprovalOnDataLoss {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "approval", "mode"),
+			"a personal tenant cannot set its approval mode: its runs change its job type's shared stack, whose approvals the cluster's spec.personal.approval configures"))
+	}
 	return errs
+}
+
+// PersonalGate is the approval mode and drift check of a personal tenant's runs: its
+// cluster's spec.personal ones, never the tenant's (which validation keeps at their
+// defaults). A nil cluster gives the defaults.
+func PersonalGate(c *TFRCluster) (ApprovalMode, DriftDetectionSpec) {
+	var p PersonalSpec
+	if c != nil {
+		p = *c.Spec.Personal.DeepCopy()
+	}
+	p.Approval.Default()
+	p.DriftDetection.Default()
+	return p.Approval.Effective(), p.DriftDetection
 }
 
 // validate checks every middleware of the spec (at p: spec.personal) by the TFRTenant rules,
@@ -142,7 +184,7 @@ func middlewareErrors(p *field.Path, m *TenantMiddleware) field.ErrorList {
 	t := &TFRTenant{Spec: TFRTenantSpec{ClusterRef: "personal", Type: TenantEnterprise, TenantMiddleware: *m.DeepCopy()}}
 	t.Name = "personal"
 	var errs field.ErrorList
-	for _, e := range t.Validate() {
+	for _, e := range t.ValidateWithAdminValues() { // the chart values are the admin's
 		rest, ok := strings.CutPrefix(e.Field, "spec.")
 		if !ok {
 			continue // not the middleware's: the stand-in's own name and spec are valid

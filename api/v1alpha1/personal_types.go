@@ -36,4 +36,17 @@ type PersonalSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 54 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="jobTypes keys must be job types: DNS-1123 labels of at most 54 characters"
 	// +optional
 	JobTypes map[string]TenantMiddleware `json:"jobTypes,omitempty"`
+
+	// Approval says which changes of a job type's shared stack wait for approval of their
+	// saved plan (Auto, Manual or OnDataLoss, the default). It applies to every personal
+	// tenant's runs, which bring that stack up; a personal TFRTenant cannot set its own.
+	// +kubebuilder:default={}
+	// +optional
+	Approval ApprovalSpec `json:"approval,omitempty"`
+
+	// DriftDetection configures the periodic drift check of the personal tenants, whose
+	// runs check their job type's shared stack; a personal TFRTenant cannot set its own.
+	// +kubebuilder:default={}
+	// +optional
+	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
 }

@@ -64,3 +64,58 @@ func ReservedNamespaceErrors(t *TFRTenant, extra ...string) field.ErrorList {
 	}
 	return field.ErrorList{field.Forbidden(field.NewPath("spec", "namespace"), reason)}
 }
+
+// PlatformNamespaces are every namespace the platform knows: the built-in reserved ones and
+// every namespace a tenant namespace's isolation trusts (clusterns.Trusted: the ingress
+// gateway's, the mesh's, the cluster's monitoring). Trust and reservation read the same
+// clusterns lists, so a namespace cannot be trusted by every tenant and takeable by one.
+func PlatformNamespaces() []string {
+	out := append(BuiltinReservedNamespaces(), clusterns.Trusted()...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// NamespaceClaimErrors are the rules for a tenant that takes a namespace no stack of it
+// holds yet, i.e. a new tenant (the caller tells: stacks.TenantNamespaceErrors applies them
+// only when the namespace is to be created, so a tenant whose namespace was taken before a
+// rule existed keeps it). Every error is at spec.namespace:
+//   - a personal tenant always takes personal-<jobType> (Validate refuses any other), and
+//     the personal- prefix is the personal job types': an enterprise tenant may not take it;
+//   - a platform namespace (PlatformNamespaces) is nobody's;
+//   - the admin's spec.tenancy.allowedNamespacePrefixes, when set, is the allowlist of an
+//     enterprise tenant's namespace.
+func NamespaceClaimErrors(t *TFRTenant, s *TenancySpec) field.ErrorList {
+	p := field.NewPath("spec", "namespace")
+	ns := t.TargetNamespace()
+	if t.Spec.Type == TenantPersonal {
+		return nil // always personal-<jobType>: Validate refuses any other (personal_rules.go)
+	}
+	reason := namespaceClaimReason(ns, s)
+	if reason == "" {
+		return nil
+	}
+	if t.Spec.Namespace == "" {
+		reason += " (it is the tenant's default namespace: set spec.namespace)"
+	}
+	return field.ErrorList{field.Forbidden(p, reason)}
+}
+
+// namespaceClaimReason says why a new enterprise tenant may not take ns ("" when it may).
+func namespaceClaimReason(ns string, s *TenancySpec) string {
+	switch {
+	case strings.HasPrefix(ns, PersonalNamespacePrefix):
+		return fmt.Sprintf("namespace %q is reserved: %s* namespaces belong to the personal job types", ns, PersonalNamespacePrefix)
+	case slices.Contains(PlatformNamespaces(), ns):
+		return fmt.Sprintf("namespace %q is reserved for the platform (one of %s): every tenant's isolation trusts it", ns, strings.Join(PlatformNamespaces(), ", "))
+	}
+	if s == nil || len(s.AllowedNamespacePrefixes) == 0 {
+		return ""
+	}
+	for _, prefix := range s.AllowedNamespacePrefixes {
+		if strings.HasPrefix(ns, prefix) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("namespace %q is not allowed by the cluster's spec.tenancy.allowedNamespacePrefixes: it must start with one of %s",
+		ns, strings.Join(s.AllowedNamespacePrefixes, ", "))
+}

@@ -275,6 +275,13 @@ type TFRClusterSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	Personal PersonalSpec `json:"personal,omitempty"`
+
+	// Tenancy is the resource policy of the cluster's tenants: the classes they pick from
+	// (each a ResourceQuota and LimitRange in the tenant's namespace), the priority classes
+	// their pods may use and the namespaces they may take. Unset: the built-in "standard"
+	// class, no priority classes, any namespace that is not reserved (tenancy_types.go).
+	// +optional
+	Tenancy TenancySpec `json:"tenancy,omitempty"`
 }
 
 // TFRClusterStatus is the observed state of a TFRCluster.

@@ -431,6 +431,7 @@ type TenantMiddleware struct {
 // +kubebuilder:validation:XValidation:rule="self.type != 'personal' || has(self.jobType)",message="jobType is required when type is personal",fieldPath=".jobType"
 // +kubebuilder:validation:XValidation:rule="self.type == 'personal' || !has(self.jobType)",message="jobType is only valid when type is personal",fieldPath=".jobType"
 // +kubebuilder:validation:XValidation:rule="has(self.namespace) == has(oldSelf.namespace)",message="namespace cannot be added or removed after creation",fieldPath=".namespace"
+// +kubebuilder:validation:XValidation:rule="self.type != 'personal' || !has(self.class)",message="class is only valid for enterprise tenants: a personal tenant's job type takes the cluster's spec.tenancy.personalClass",fieldPath=".class"
 // +kubebuilder:validation:XValidation:rule="self.type != 'personal' || !has(self.exportOutputs)",message="exportOutputs is only valid for enterprise tenants: a personal tenant's middleware is shared by its job type",fieldPath=".exportOutputs"
 type TFRTenantSpec struct {
 	// ClusterRef is the name of the TFRCluster the tenant runs on.
@@ -464,6 +465,16 @@ type TFRTenantSpec struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('kube-') && !(self in ['cert-manager', 'cnpg-system', 'default', 'istio-ingress', 'istio-system', 'minio-operator', 'rabbitmq-system', 'tfrs-system'])",message="namespace is reserved (kube-*, default, the cluster stack's namespaces, tfrs-system): pick another name"
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
+
+	// Class is the resource class of the tenant's namespace, one of its cluster's
+	// spec.tenancy.classes; empty means the cluster's defaultClass. Personal tenants cannot
+	// pick one (their job type's shared namespace takes spec.tenancy.personalClass). See
+	// tenancy_types.go.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Class string `json:"class,omitempty"`
 
 	// TenantMiddleware is what the tenant's stack provisions in its namespace. A personal
 	// tenant may not set it: its job type's shared middleware takes its settings from the

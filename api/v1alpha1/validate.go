@@ -172,7 +172,8 @@ func (x *TFRCluster) Validate() field.ErrorList {
 		}
 		seen[ns] = true
 	}
-	errs = append(errs, s.Personal.validate(p.Child("personal"))...) // personal_rules.go
+	errs = append(errs, s.Personal.validate(p.Child("personal"))...)            // personal_rules.go
+	errs = append(errs, s.Tenancy.validate(p.Child("tenancy"), &s.Personal)...) // tenancy.go
 	return errs
 }
 
@@ -185,8 +186,13 @@ func (x *TFRCluster) ValidateUpdate(old Object) field.ErrorList {
 }
 
 // Validate reports what the API server would reject in the object (after defaulting a copy, as
-// the API server does), with the same field paths.
-func (x *TFRTenant) Validate() field.ErrorList {
+// the API server does), with the same field paths, plus the chart values allowlist
+// (values_policy.go).
+func (x *TFRTenant) Validate() field.ErrorList { return x.validate(validateTenantValues) }
+
+// validate is Validate with chartValues as the rule on spec.jaeger.values and
+// spec.grafana.values: a tenant's allowlist, or the admin's free form (ValidateWithAdminValues).
+func (x *TFRTenant) validate(chartValues chartValuesRule) field.ErrorList {
 	t := x.DeepCopy()
 	t.Default()
 	errs := validateName(t.Name, t.GenerateName)
@@ -207,6 +213,7 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	}
 	errs = append(errs, str(p.Child("namespace"), s.Namespace, optional, 1, MaxNameLength, reDNSLabel)...)
 	errs = append(errs, ReservedNamespaceErrors(t)...)
+	errs = append(errs, tenantClassErrors(t)...) // tenancy.go
 	errs = append(errs, enum(p.Child("deletionPolicy"), s.DeletionPolicy, DeletionRetain, DeletionDelete)...)
 
 	cp := p.Child("credentials")
@@ -255,10 +262,10 @@ func (x *TFRTenant) Validate() field.ErrorList {
 	errs = append(errs, storage(tsp, s.TimescaleDB.Size, s.TimescaleDB.StorageClassName)...)
 
 	errs = append(errs, validateComponentSource(p.Child("jaeger"), &s.Jaeger.ComponentSource)...)
-	errs = append(errs, validateTenantValues(p.Child("jaeger"), &s.Jaeger.ComponentSource)...)
+	errs = append(errs, chartValues(p.Child("jaeger"), ChartJaeger, &s.Jaeger.ComponentSource)...)
 	gp := p.Child("grafana")
 	errs = append(errs, validateComponentSource(gp, &s.Grafana.ComponentSource)...)
-	errs = append(errs, validateTenantValues(gp, &s.Grafana.ComponentSource)...)
+	errs = append(errs, chartValues(gp, ChartGrafana, &s.Grafana.ComponentSource)...)
 	errs = append(errs, str(gp.Child("adminUser"), s.Grafana.AdminUser, optional, 1, 63, reGrafanaUser)...)
 
 	prp := p.Child("prometheus")

@@ -43,7 +43,7 @@ func TestCIExampleUsesRealFlags(t *testing.T) {
 			found++
 		}
 		require.GreaterOrEqual(t, found, 5, "the flags of %q were found", call)
-		for _, want := range []string{"-o markdown", "--detailed-exitcode", "--fail-on-data-loss", "--read-only", "--save-plan"} {
+		for _, want := range []string{"-o markdown", "--detailed-exitcode", "--fail-on-data-loss", "--read-only", "--save-plan", "--untrusted"} {
 			require.Contains(t, call, want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/spf13/pflag"
 
@@ -23,7 +24,8 @@ type stackFlags struct {
 	allowEmptyPassphrase                               bool
 	parallel, historyLimit                             int
 	kubeconfig, kubeContext                            string
-	readOnly                                           bool // preview --read-only (stackcmds.go)
+	readOnly                                           bool                    // preview --read-only (stackcmds.go)
+	extra                                              []func(*engine.Options) // the untrusted mode's (untrusted.go)
 }
 
 func (f *stackFlags) bind(fs *pflag.FlagSet) {
@@ -49,7 +51,7 @@ func (f *stackFlags) engine(ctx context.Context, extra ...func(*engine.Options))
 		MaxConcurrent: f.parallel, HistoryLimit: f.historyLimit,
 		ReadOnly: f.readOnly,
 	}
-	for _, x := range extra {
+	for _, x := range append(slices.Clip(f.extra), extra...) {
 		x(&o)
 	}
 	return engine.New(ctx, o)

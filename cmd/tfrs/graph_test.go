@@ -44,7 +44,7 @@ func TestGraphJSONFromExamples(t *testing.T) {
 		Edges []struct{ From, To string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &g))
-	require.Len(t, g.Nodes, 12)
+	require.Len(t, g.Nodes, 13)
 	require.Contains(t, g.Edges, struct{ From, To string }{"istio", "istio-ingress"})
 	require.Contains(t, g.Edges, struct{ From, To string }{"envoyfilter-cookie", "cluster-virtualservice"})
 
@@ -160,7 +160,7 @@ func TestGraphJSONOneDocument(t *testing.T) {
 	require.Len(t, docs, 2)
 	require.Equal(t, graphJSON{Stack: "cluster.dev", Kind: "TFRCluster", Name: "dev"}, graphJSON{Stack: docs[0].Stack, Kind: docs[0].Kind, Name: docs[0].Name})
 	require.Equal(t, "tfrs-system", docs[1].Namespace)
-	require.Len(t, docs[0].Nodes, 12)
+	require.Len(t, docs[0].Nodes, 13)
 	require.Contains(t, docs[1].Edges, stacks.GraphEdge{From: "postgresql", To: "timescaledb"})
 
 	code, out = runCaptured(t, "graph", "-f", exampleCluster, "-o", "json")

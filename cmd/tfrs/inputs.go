@@ -13,10 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/confine"
 	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
@@ -27,6 +26,12 @@ type inputFlags struct {
 	files     []string
 	recursive bool
 	kustomize []string
+
+	// conf reads every input under its mode's rules (internal/confine); nil is the trusted
+	// mode rooted at the working directory. remote decides on a kustomization's remote bases
+	// in the trusted mode (the source policy's URL check); nil refuses them.
+	conf   *confine.Confiner
+	remote confine.Remote
 }
 
 // manifestExts are the file names a directory contributes (kubectl's).
@@ -55,6 +60,13 @@ type source struct {
 // read returns every source the flags name, in order: the -f files (a directory's files in
 // lexical order), then the -k builds. stdin is read at most once.
 func (f *inputFlags) read(stdin io.Reader) ([]source, error) {
+	conf := f.conf
+	if conf == nil {
+		var err error
+		if conf, err = confine.New(confine.Trusted, "", ""); err != nil {
+			return nil, err
+		}
+	}
 	var out []source
 	usedStdin := false
 	for _, path := range f.files {
@@ -70,19 +82,23 @@ func (f *inputFlags) read(stdin io.Reader) ([]source, error) {
 			out = append(out, source{name: "stdin", data: b})
 			continue
 		}
-		st, err := os.Stat(path)
+		abs, err := conf.Resolve(path)
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(abs)
 		if err != nil {
 			return nil, err
 		}
 		if !st.IsDir() {
-			b, err := os.ReadFile(path)
+			b, err := conf.ReadFile(path)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, source{name: path, data: b})
 			continue
 		}
-		files, err := manifestFiles(path, f.recursive)
+		files, err := manifestFiles(path, f.recursive, conf.Untrusted())
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +110,7 @@ func (f *inputFlags) read(stdin io.Reader) ([]source, error) {
 			return nil, fmt.Errorf("%s: no %s files in the directory%s", path, strings.Join(manifestExts, ", "), hint)
 		}
 		for _, p := range files {
-			b, err := os.ReadFile(p)
+			b, err := conf.ReadFile(p)
 			if err != nil {
 				return nil, err
 			}
@@ -102,7 +118,7 @@ func (f *inputFlags) read(stdin io.Reader) ([]source, error) {
 		}
 	}
 	for _, dir := range f.kustomize {
-		b, err := kustomizeBuild(dir)
+		b, err := kustomizeBuild(conf, dir, f.remote)
 		if err != nil {
 			return nil, err
 		}
@@ -112,12 +128,16 @@ func (f *inputFlags) read(stdin io.Reader) ([]source, error) {
 }
 
 // manifestFiles lists dir's manifest files, lexically, descending into subdirectories only
-// when recursive.
-func manifestFiles(dir string, recursive bool) ([]string, error) {
+// when recursive. noLinks refuses a symlink anywhere in the walk (the untrusted mode), naming
+// it; otherwise a linked file is read through its link, as before.
+func manifestFiles(dir string, recursive, noLinks bool) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if noLinks && d.Type()&fs.ModeSymlink != 0 {
+			return &confine.Error{Path: p, Rule: "is a symlink (untrusted inputs may hold none: a link can lead anywhere on this machine)"}
 		}
 		if d.IsDir() {
 			if p != dir && !recursive {
@@ -133,15 +153,17 @@ func manifestFiles(dir string, recursive bool) ([]string, error) {
 	return out, err
 }
 
-// kustomizeBuild is `kustomize build DIR` (kustomize's defaults: no plugins, no Helm, files
-// only from within the kustomization's root).
-func kustomizeBuild(dir string) ([]byte, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	m, err := k.Run(filesys.MakeFsOnDisk(), dir)
+// kustomizeBuild is `kustomize build DIR` on a tree tfrs read and checked first
+// (confine.Confiner.ReadKustomization: every field known, every reference local and inside
+// the rules of the mode, remote bases only where remote allows them, never a plugin, KRM
+// function or Helm chart), with root-only load restrictions and no plugins. In the untrusted
+// mode the build reads an in-memory copy of exactly the checked files.
+func kustomizeBuild(conf *confine.Confiner, dir string, remote confine.Remote) ([]byte, error) {
+	k, err := conf.ReadKustomization(dir, remote)
 	if err != nil {
 		return nil, fmt.Errorf("-k %s: %w", dir, err)
 	}
-	b, err := m.AsYaml()
+	b, err := k.Build()
 	if err != nil {
 		return nil, fmt.Errorf("-k %s: %w", dir, err)
 	}

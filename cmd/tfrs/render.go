@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/confine"
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
@@ -35,6 +37,7 @@ import (
 // renderFlags are `tfrs render`'s flags.
 type renderFlags struct {
 	inputs      inputFlags
+	untrusted   untrustedFlags
 	out         string
 	omitSecrets bool
 	progress    bool
@@ -62,6 +65,7 @@ credentials in plain text: --omit-secrets leaves them out.`,
 	}
 	fs := cmd.Flags()
 	f.inputs.bind(cmd, fs)
+	f.untrusted.bind(fs)
 	fs.StringVarP(&f.out, "output", "o", "", "output directory; each stack renders into DIR/<stack>/ (replaced)")
 	_ = cmd.MarkFlagDirname("output")
 	fs.BoolVar(&f.omitSecrets, "omit-secrets", false, "delete the rendered Secret manifests (they hold freshly generated credentials in plain text)")
@@ -78,11 +82,12 @@ func (f *renderFlags) run(ctx context.Context, stdin io.Reader, pal palette) err
 	if err != nil {
 		return err
 	}
-	objs, err := f.inputs.load(stdin, false)
+	objs, extra, closeInputs, err := f.loadInputs(stdin)
 	if err != nil {
 		return err
 	}
-	eng, cleanup, err := renderEngine(ctx, f.kubeVersion)
+	defer closeInputs()
+	eng, cleanup, err := renderEngine(ctx, f.kubeVersion, extra...)
 	if err != nil {
 		return err
 	}
@@ -143,7 +148,7 @@ func renderStack(t kinds.Target) string {
 // passphrase (nothing needs to decrypt this state later) and no way to reach a cluster: its
 // kubeconfig names only the loopback discovery server (render_discovery.go) and there is no
 // in-cluster service account, so a render never reads or changes one.
-func renderEngine(ctx context.Context, kubeVersion string) (*engine.Engine, func(), error) {
+func renderEngine(ctx context.Context, kubeVersion string, extra ...func(*engine.Options)) (*engine.Engine, func(), error) {
 	tmp, err := os.MkdirTemp("", "tfrs-render-")
 	if err != nil {
 		return nil, nil, err
@@ -158,13 +163,17 @@ func renderEngine(ctx context.Context, kubeVersion string) (*engine.Engine, func
 		os.RemoveAll(tmp)
 		return nil, nil, err
 	}
-	eng, err := engine.New(ctx, engine.Options{
+	o := engine.Options{
 		StateDir: tmp, Passphrase: hex.EncodeToString(key), MaxConcurrent: 2,
 		Env: map[string]string{
 			"KUBECONFIG":              disco.kubeconfig,
 			"KUBERNETES_SERVICE_HOST": "",
 		},
-	})
+	}
+	for _, x := range extra {
+		x(&o)
+	}
+	eng, err := engine.New(ctx, o)
 	if err != nil {
 		disco.Close()
 		os.RemoveAll(tmp)
@@ -236,4 +245,56 @@ func passwordSecretRef(obj v1alpha1.Object) *v1alpha1.SecretKeyRef {
 		return nil
 	}
 	return tc.Spec.ImageRegistry.Credentials.PasswordSecretRef
+}
+
+// loadInputs reads the inputs and confines their local sources (untrusted.go) into a
+// throwaway directory; in the untrusted mode local sources must be under the input root and
+// the provider runs through the shim (no secret in its environment; a render has no cluster,
+// so Helm's lookup already finds nothing).
+func (f *renderFlags) loadInputs(stdin io.Reader) (objs []prepared, extra []func(*engine.Options), closeFn func(), err error) {
+	tmp, err := os.MkdirTemp("", "tfrs-render-sources-")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	closeFn = func() { _ = os.RemoveAll(tmp) }
+	defer func() {
+		if err != nil {
+			closeFn()
+		}
+	}()
+	if f.untrusted.root != "" && !f.untrusted.on {
+		return nil, nil, nil, fmt.Errorf("%w: --input-root applies only with --untrusted", errUsage)
+	}
+	mode := confine.Trusted
+	if f.untrusted.on {
+		mode = confine.Untrusted
+	}
+	conf, err := confine.New(mode, f.untrusted.root, filepath.Join(tmp, "local"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f.inputs.conf = conf
+	if objs, err = f.inputs.load(stdin, false); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = absLocalSources(conf, objs); err != nil {
+		return nil, nil, nil, err
+	}
+	if conf.Untrusted() {
+		pol := untrustedPolicy(&sourcepolicy.Policy{Hosts: stacks.PinnedHosts()}, conf)
+		if err = checkSources(withClusterMirrors(pol, objs), objs); err != nil {
+			return nil, nil, nil, err
+		}
+		opt, cleanup, serr := providerShim(tmp, nil)
+		if serr != nil {
+			return nil, nil, nil, serr
+		}
+		extra = append(extra, opt)
+		prev := closeFn
+		closeFn = func() { cleanup(); prev() }
+	}
+	if err = confineSources(conf, objs); err != nil {
+		return nil, nil, nil, err
+	}
+	return objs, extra, closeFn, nil
 }

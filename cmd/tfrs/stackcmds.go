@@ -31,6 +31,7 @@ type stackCmdFlags struct {
 	stack            stackFlags
 	sources          sourceFlags
 	inputs           inputFlags
+	untrusted        untrustedFlags // preview --untrusted (untrusted.go)
 	format           string
 	detailedExitCode bool
 	failOnDataLoss   bool
@@ -60,6 +61,7 @@ func (f *stackCmdFlags) bind(cmd *cobra.Command, op engine.OpKind) {
 		fs.StringVar(&f.planDir, "plan", "", "apply exactly the plans `tfrs preview --save-plan` saved in this directory; an object without a plan, or whose spec or program now differs, fails without changes")
 	}
 	if op == engine.OpPreview {
+		f.untrusted.bind(fs)
 		fs.BoolVar(&f.stack.readOnly, "read-only", false, "never write the backend (no lock, no repair; new stacks are previewed on a throwaway state), so the backend credentials may be read-only: for pull requests")
 	}
 	f.stack.bind(fs)
@@ -171,21 +173,13 @@ func (f *stackCmdFlags) run(cmd *cobra.Command, a *app, op engine.OpKind) error 
 			return err
 		}
 	}
-	objs, err := f.inputs.load(cmd.InOrStdin(), op == engine.OpDestroy)
+	// Inputs, source policy, local sources confined; the untrusted mode's setup (untrusted.go).
+	in, err := f.loadInputs(cmd.InOrStdin(), op == engine.OpDestroy)
 	if err != nil {
 		return err
 	}
-	pol, err := f.sources.policy()
-	if err != nil {
-		return err
-	}
-	pol = withClusterMirrors(pol, objs)
-	if err := checkSources(pol, objs); err != nil {
-		return err
-	}
-	if err := installFetcher(pol, f.stack.stateDir); err != nil {
-		return err
-	}
+	defer in.close()
+	objs := in.objs
 	if op == engine.OpDestroy && f.failOnDataLoss {
 		// A destroy cannot be previewed; what it deletes is decided by the deletion policy.
 		if err := refuseDestroyingData(objs); err != nil {
@@ -198,13 +192,14 @@ func (f *stackCmdFlags) run(cmd *cobra.Command, a *app, op engine.OpKind) error 
 	}
 	defer closeRunner()
 	prog := newProgress(os.Stderr, f.progress, a.palette(os.Stderr))
-	s := &stackRun{op: op, flags: f, runner: rn, sink: prog.sink()}
+	s := &stackRun{op: op, flags: f, runner: rn, sink: in.scrub.sink(prog.sink())}
 	reports, runErr := s.run(ctx, objs)
 	prog.close()
+	reports = in.scrub.reports(reports)
 	if err := writeReports(cmd.OutOrStdout(), f.format, reports, objs); err != nil {
 		return err
 	}
-	return exitFor(op, f, reports, runErr)
+	return in.scrub.error(exitFor(op, f, reports, runErr))
 }
 
 // openRunner opens the engine and runner the flags describe; tests substitute a fake engine.

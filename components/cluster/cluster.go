@@ -27,6 +27,7 @@ import (
 	yamlv2 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/yaml/v2"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
@@ -61,11 +62,11 @@ type ImageRewriter = kit.ImageRewriter
 // newNamespace creates a namespace owned by the component. Deleting the component deletes it
 // and everything in it, which is what removing cert-manager, Istio or an operator means.
 func newNamespace(ctx *pulumi.Context, parent pulumi.Resource, resourceName, name string) (*corev1.Namespace, error) {
-	return corev1.NewNamespace(ctx, resourceName, &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{
-			Name: pulumi.String(name),
-		},
-	}, pulumi.Parent(parent))
+	meta := &metav1.ObjectMetaArgs{Name: pulumi.String(name)}
+	if l := clusterns.Labels(name); l != nil {
+		meta.Labels = pulumi.ToStringMap(l) // the platform role tenants' NetworkPolicies trust
+	}
+	return corev1.NewNamespace(ctx, resourceName, &corev1.NamespaceArgs{Metadata: meta}, pulumi.Parent(parent))
 }
 
 // newManifest applies a YAML manifest. When rewrite is set, the images of every pod template in
@@ -75,9 +76,12 @@ func newManifest(ctx *pulumi.Context, parent pulumi.Resource, name string, ref M
 		return nil, fmt.Errorf("%s: manifest reference without a file", name)
 	}
 	opts = append([]pulumi.ResourceOption{pulumi.Parent(parent)}, opts...)
+	// The manifest's own Namespace gets its platform role (clusterns.Labels).
+	transforms := []pulumi.ResourceTransform{kit.NamespaceLabelsTransform(clusterns.Labels)}
 	if rewrite != nil {
-		opts = append(opts, pulumi.Transforms([]pulumi.ResourceTransform{kit.ImageTransform(rewrite)}))
+		transforms = append(transforms, kit.ImageTransform(rewrite))
 	}
+	opts = append(opts, pulumi.Transforms(transforms))
 	return yamlv2.NewConfigFile(ctx, name, &yamlv2.ConfigFileArgs{File: pulumi.String(ref.File)}, opts...)
 }
 

@@ -100,6 +100,7 @@ func TestIstio(t *testing.T) {
 	m.Run(t, func(ctx *pulumi.Context) error {
 		_, err := NewIstio(ctx, "istio", &IstioArgs{
 			Base:           ChartRef{Chart: "/charts/istio/base"},
+			CNI:            ChartRef{Chart: "/charts/istio/cni"},
 			Istiod:         ChartRef{Chart: "oci://mirror.example.cn/charts/istiod", Version: "1.30.3", Values: map[string]any{"global": map[string]any{"hub": "mirror.example.cn/istio"}}},
 			IngressService: IngressService, IngressSelector: IngressSelectorValue,
 			Tracing: TracingProvider{Name: "otel", Service: "collector.obs.svc.cluster.local", Port: 4317},
@@ -109,7 +110,14 @@ func TestIstio(t *testing.T) {
 	m.AssertChildren(t, IstioType,
 		"kubernetes:core/v1:Namespace::istio-namespace",
 		"kubernetes:helm.sh/v4:Chart::istio-base",
+		"kubernetes:helm.sh/v4:Chart::istio-cni",
 		"kubernetes:helm.sh/v4:Chart::istio-istiod")
+	// The CNI node agent, so injected pods need no privileged istio-init (Pod Security
+	// restricted in tenant namespaces), and istiod told so.
+	cni := pt.Plain(m.Find(t, "kubernetes:helm.sh/v4:Chart", "istio-cni").Inputs)
+	pt.Eq(t, "cni release", cni["name"], CNIRelease)
+	pt.Eq(t, "cni namespace", cni["namespace"], IstioNamespace)
+	pt.Eq(t, "istiod cni mode", pt.At(t, pt.Plain(m.Find(t, "kubernetes:helm.sh/v4:Chart", "istio-istiod").Inputs), "values", "cni", "enabled"), true)
 	base := m.Find(t, "kubernetes:helm.sh/v4:Chart", "istio-base")
 	istiod := m.Find(t, "kubernetes:helm.sh/v4:Chart", "istio-istiod")
 	b := pt.Plain(base.Inputs)
@@ -269,7 +277,7 @@ func TestEnvoyFilters(t *testing.T) {
 		if _, err := NewEnvoyFilterCookie(ctx, "envoyfilter-cookie", &EnvoyFilterArgs{Domain: "tfr.example.com"}); err != nil {
 			return err
 		}
-		_, err := NewEnvoyFilterLuaRouting(ctx, "envoyfilter-lua-routing", &EnvoyFilterArgs{Domain: "tfr.example.com"})
+		_, err := NewEnvoyFilterLuaRouting(ctx, "envoyfilter-lua-routing", &EnvoyFilterArgs{Domain: "tfr.example.com", Targets: testTargets})
 		return err
 	})
 	const efType = "kubernetes:networking.istio.io/v1alpha3:EnvoyFilter"
@@ -279,7 +287,7 @@ func TestEnvoyFilters(t *testing.T) {
 	pt.Eq(t, "routing parent", route.Parent, m.Find(t, EnvoyFilterLuaRoutingType, "").URN)
 
 	wantCookie, _ := routing.CookieFilterLua("api.tfr.example.com")
-	wantRoute, _ := routing.RoutingFilterLua("api.tfr.example.com")
+	wantRoute, _ := routing.RoutingFilterLua("api.tfr.example.com", testTargets)
 	c, r := pt.Plain(cookie.Inputs), pt.Plain(route.Inputs)
 	for _, x := range []struct {
 		name string
@@ -361,8 +369,8 @@ func TestOperators(t *testing.T) {
 	const cf = "kubernetes:yaml/v2:ConfigFile"
 	cnpg := m.Find(t, cf, "cnpg-operator-manifest")
 	pt.Eq(t, "cnpg file", pt.Plain(cnpg.Inputs)["file"], "https://mirror.example.cn/cnpg-1.30.0.yaml")
-	if cnpg.Transforms != 1 {
-		t.Errorf("cnpg manifest has %d transforms, want the image mirror", cnpg.Transforms)
+	if cnpg.Transforms != 2 {
+		t.Errorf("cnpg manifest has %d transforms, want the namespace's platform role and the image mirror", cnpg.Transforms)
 	}
 	pt.Eq(t, "cnpg parent", cnpg.Parent, m.Find(t, CNPGOperatorType, "").URN)
 
@@ -378,8 +386,8 @@ func TestOperators(t *testing.T) {
 	if !contains(to.Deps, co.URN) {
 		t.Errorf("topology operator does not wait for the cluster operator: %v", to.Deps)
 	}
-	if co.Transforms != 0 {
-		t.Errorf("no mirror, yet %d transforms", co.Transforms)
+	if co.Transforms != 1 {
+		t.Errorf("no mirror, yet %d transforms besides the namespace's platform role", co.Transforms-1)
 	}
 	pt.Eq(t, "cnpg ready", cnpgReady(), true)
 	pt.Eq(t, "minio ready", minioReady(), true)

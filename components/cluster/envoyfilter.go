@@ -27,10 +27,14 @@ const (
 type EnvoyFilterArgs struct {
 	// Domain of the cluster; the filters act on APIHost(Domain) only.
 	Domain string
+	// Targets are the namespaces the routing filter refuses as no tenant's. Required by the
+	// routing filter: without them it would route to every namespace, so it fails closed.
+	Targets routing.Targets
 }
 
 // EnvoyFilterCookie lets a browser carry X-TF-Namespace, X-TF-RobotId, X-TF-RobotType and
-// adminToken as cookies (see components/routing/routing.lua).
+// adminToken as cookies, refuses ambiguous ones, and drops Set-Cookies for those names from
+// every response (see the rule at the top of components/routing/routing.lua).
 type EnvoyFilterCookie struct {
 	pulumi.ResourceState
 	children.Set
@@ -62,7 +66,8 @@ func NewEnvoyFilterCookie(ctx *pulumi.Context, name string, args *EnvoyFilterArg
 }
 
 // EnvoyFilterLuaRouting enforces the routing contract and selects the upstream: a Lua filter
-// (routing.lua) that answers 400 or sets routing.HeaderUpstreamCluster, and a route patch
+// (routing.lua) that answers 400 (ambiguous or invalid values, a reserved namespace) or sets
+// routing.HeaderUpstreamCluster, and a route patch
 // that makes the API route (APIRouteName, from the cluster-virtualservice component) take its
 // cluster from that header.
 type EnvoyFilterLuaRouting struct {
@@ -78,7 +83,7 @@ func NewEnvoyFilterLuaRouting(ctx *pulumi.Context, name string, args *EnvoyFilte
 	if args == nil || args.Domain == "" {
 		return nil, fmt.Errorf("envoyfilter-lua-routing: domain is required")
 	}
-	code, err := routing.RoutingFilterLua(APIHost(args.Domain))
+	code, err := routing.RoutingFilterLua(APIHost(args.Domain), args.Targets)
 	if err != nil {
 		return nil, err
 	}

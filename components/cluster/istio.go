@@ -13,6 +13,10 @@ import (
 // IstioNamespace is where istiod runs and where mesh-wide Istio config (Telemetry) lives.
 const IstioNamespace = clusterns.Istio
 
+// CNIRelease is the Istio CNI node agent's release; its DaemonSet is "<release>-node"
+// (upstream's name template gives "istio-cni-node").
+const CNIRelease = "istio-cni"
+
 // TracingProvider is a mesh extension provider that receives traces over OTLP/gRPC.
 type TracingProvider struct {
 	// Name is how Telemetry resources refer to it.
@@ -25,8 +29,9 @@ type TracingProvider struct {
 
 // IstioArgs configure the Istio component.
 type IstioArgs struct {
-	// Base is the istio "base" chart (CRDs, cluster roles); Istiod the "istiod" chart.
-	Base, Istiod ChartRef
+	// Base is the istio "base" chart (CRDs, cluster roles); Istiod the "istiod" chart; CNI the
+	// "cni" chart (the node agent that sets up each pod's traffic redirection).
+	Base, Istiod, CNI ChartRef
 	// Ingress is the gateway that serves Kubernetes Ingress objects of class "istio" (ACME
 	// HTTP-01 challenges): its Service name and its "istio" label value.
 	IngressService, IngressSelector string
@@ -34,7 +39,15 @@ type IstioArgs struct {
 	Tracing TracingProvider
 }
 
-// Istio installs the Istio control plane: base (CRDs) then istiod, both Helm charts.
+// Istio installs the Istio control plane: base (CRDs), the CNI node agent, then istiod, all
+// Helm charts.
+//
+// Why the CNI node agent: without it every injected pod carries the istio-init container,
+// which needs NET_ADMIN and NET_RAW (as root) to write the pod's iptables rules, and tenant
+// namespaces enforce Pod Security restricted, which refuses both. With it, the node agent
+// (a privileged DaemonSet in istio-system, a platform namespace) writes the rules when the
+// pod's network is set up, and injection adds only istio-validation, which runs as 1337 with
+// every capability dropped.
 type Istio struct {
 	pulumi.ResourceState
 	children.Set
@@ -63,6 +76,14 @@ func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.
 	if err != nil {
 		return nil, err
 	}
+	// Upstream installs the agent into istio-system (Istio's Helm install guide); its pods run
+	// privileged on every node. It comes before istiod: a pod injected for CNI mode on a node
+	// whose agent is missing would start without redirection.
+	cni, err := kit.NewChart(ctx, c, name+"-cni", kit.Chart{Release: CNIRelease, Namespace: nsName, Ref: args.CNI},
+		pulumi.DependsOn([]pulumi.Resource{base}))
+	if err != nil {
+		return nil, err
+	}
 	mesh := map[string]any{
 		"ingressClass":          "istio",
 		"ingressControllerMode": "STRICT",
@@ -78,11 +99,14 @@ func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.
 	// istiod registers webhooks that validate Istio's CRs, so the CRDs must be there first.
 	istiod, err := kit.NewChart(ctx, c, name+"-istiod", kit.Chart{Release: "istiod", Namespace: nsName, Ref: args.Istiod, Values: map[string]any{
 		"meshConfig": mesh,
-	}}, pulumi.DependsOn([]pulumi.Resource{base}))
+		// The chart's own key (1.30.3 istio-discovery values.yaml `cni.enabled`); the
+		// injection template reads it as pilot.cni.enabled and then injects no istio-init.
+		"cni": map[string]any{"enabled": true},
+	}}, pulumi.DependsOn([]pulumi.Resource{base, cni}))
 	if err != nil {
 		return nil, err
 	}
-	c.Keep(ns, base, istiod)
+	c.Keep(ns, base, cni, istiod)
 	c.Namespace = nsName
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"namespace": c.Namespace})
 }

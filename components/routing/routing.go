@@ -1,11 +1,14 @@
 // Package routing defines, once, how a request to api.<domain> is mapped to a robot's API
 // Service: the Service name a server stack creates (RobotServiceName), the in-cluster host the
 // gateway routes to (UpstreamHost), and the Envoy Lua filters that derive that host from the
-// X-TF-* headers (routing.lua, rendered by CookieFilterLua and RoutingFilterLua).
+// X-TF-* headers and cookies (routing.lua, rendered by CookieFilterLua and RoutingFilterLua).
+// The rule that wins is stated at the top of routing.lua: a routing value comes from exactly
+// one place, and an ambiguous request is refused.
 //
-// The Lua cannot call Go, so the host format exists twice: here and in routing.lua. The test
-// runs the Lua under gopher-lua against a table of requests and fails when the Lua's upstream
-// differs from UpstreamHost or its accept/reject decision differs from Validate.
+// The Lua cannot call Go, so the host format and the value rules exist twice: here and in
+// routing.lua. The tests run the Lua under gopher-lua against generated requests and fail when
+// the Lua's upstream differs from UpstreamHost or its accept/reject decision differs from
+// Targets.Validate.
 package routing
 
 import (
@@ -13,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -110,6 +114,59 @@ func validLabel(v string) bool {
 	return v[0] != '-' && v[len(v)-1] != '-'
 }
 
+// Targets are the namespaces the route filter may send requests to: every namespace that is
+// not reserved. The cluster stack fills them from the facts the tenant reservation reads
+// (api/v1alpha1: the kube- prefix, the platform's namespaces, spec.reservedNamespaces), so a
+// namespace no tenant can hold is a namespace the gateway never routes to.
+type Targets struct {
+	// ReservedPrefixes: a namespace starting with one of them is refused (e.g. "kube-").
+	ReservedPrefixes []string
+	// ReservedNames: namespaces refused by name.
+	ReservedNames []string
+}
+
+var rePrefix = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// check refuses Targets that would render a filter refusing nothing (fail closed: a missing
+// argument must not open the platform namespaces) or that are not plain DNS text (they land in
+// Lua string literals).
+func (t Targets) check() error {
+	if len(t.ReservedNames) == 0 && len(t.ReservedPrefixes) == 0 {
+		return errors.New("routing: no reserved namespaces: the route filter would route to every namespace")
+	}
+	for _, n := range t.ReservedNames {
+		if !validLabel(n) {
+			return fmt.Errorf("routing: reserved namespace %q is not a DNS label", n)
+		}
+	}
+	for _, p := range t.ReservedPrefixes {
+		if len(p) > MaxLabelLength || !rePrefix.MatchString(p) {
+			return fmt.Errorf("routing: reserved namespace prefix %q must match %s", p, rePrefix)
+		}
+	}
+	return nil
+}
+
+// Reserved reports whether the route filter refuses namespace ns as not a tenant's.
+func (t Targets) Reserved(ns string) bool {
+	if slices.Contains(t.ReservedNames, ns) {
+		return true
+	}
+	return slices.ContainsFunc(t.ReservedPrefixes, func(p string) bool { return strings.HasPrefix(ns, p) })
+}
+
+// Validate reports whether the route filter accepts these values, exactly as routing.lua
+// decides once the request is unambiguous: Validate, and a namespace that is not reserved.
+func (t Targets) Validate(namespace, robotID, robotType string) error {
+	if err := Validate(namespace, robotID, robotType); err != nil {
+		return err
+	}
+	if t.Reserved(namespace) {
+		return fmt.Errorf("%w: %s %q is not a tenant namespace", ErrInvalid, HeaderNamespace, namespace)
+	}
+	return nil
+}
+
 //go:embed routing.lua
 var luaSource string
 
@@ -120,16 +177,24 @@ const (
 )
 
 // CookieFilterLua is the Lua of the cookie filter (envoyfilter-cookie) for the API host
-// apiHost, e.g. "api.example.com". It must run before RoutingFilterLua.
-func CookieFilterLua(apiHost string) (string, error) { return render(apiHost, entryCookies) }
+// apiHost, e.g. "api.example.com". It runs before RoutingFilterLua and never routes, so it
+// needs no Targets.
+func CookieFilterLua(apiHost string) (string, error) {
+	return render(apiHost, entryCookies, Targets{})
+}
 
 // RoutingFilterLua is the Lua of the routing filter (envoyfilter-lua-routing) for the API
-// host apiHost.
-func RoutingFilterLua(apiHost string) (string, error) { return render(apiHost, entryRoute) }
+// host apiHost, refusing the namespaces targets reserve.
+func RoutingFilterLua(apiHost string, targets Targets) (string, error) {
+	if err := targets.check(); err != nil {
+		return "", err
+	}
+	return render(apiHost, entryRoute, targets)
+}
 
-// render fills routing.lua's placeholders. apiHost is validated as a DNS name first, so
-// nothing can break out of the Lua string literal it lands in.
-func render(apiHost, entry string) (string, error) {
+// render fills routing.lua's placeholders. apiHost and the targets are validated as DNS text
+// first, so nothing can break out of the Lua string literals they land in.
+func render(apiHost, entry string, t Targets) (string, error) {
 	if len(apiHost) > 253 || !reAPIHost.MatchString(apiHost) {
 		return "", fmt.Errorf("routing: API host %q is not a lowercase DNS name", apiHost)
 	}
@@ -139,6 +204,20 @@ func render(apiHost, entry string) (string, error) {
 		"@SERVICE_SUFFIX@", ServiceSuffix,
 		"@CLUSTER_DOMAIN@", ClusterDomain,
 		"@UPSTREAM_PORT@", strconv.Itoa(UpstreamPort),
+		`"@RESERVED_NAMES@"`, luaList(t.ReservedNames),
+		`"@RESERVED_PREFIXES@"`, luaList(t.ReservedPrefixes),
 	)
 	return r.Replace(luaSource), nil
+}
+
+// luaList renders vs (checked DNS text) as the items of a Lua table constructor, sorted so the
+// rendered filter, and the EnvoyFilter, do not change with the order of the spec.
+func luaList(vs []string) string {
+	sorted := slices.Sorted(slices.Values(vs))
+	sorted = slices.Compact(sorted)
+	quoted := make([]string, len(sorted))
+	for i, v := range sorted {
+		quoted[i] = strconv.Quote(v)
+	}
+	return strings.Join(quoted, ", ")
 }

@@ -3,6 +3,7 @@ package routing_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,36 +20,80 @@ import (
 
 const testAPIHost = "api.example.com"
 
-// fakeRequest is the part of Envoy's Lua stream handle the filters may use:
-// headers():get/replace/add/remove and respond. Any other call fails the Lua with "attempt to
-// call a nil value", so the test also pins the filters to that API.
-type fakeRequest struct {
-	headers map[string][]string // lowercase keys, as Envoy stores them
-	status  string
-	body    string
+// stream is a fake of the part of Envoy's Lua stream handle the filters may use:
+// headers():get/replace/add/remove, pairs(headers()), and respond on requests. Any other call
+// fails the Lua with "attempt to call a nil value", so the test also pins the filters to that
+// API. Headers are an ordered list of entries with lowercase keys, as Envoy stores them, so
+// repeated headers stay separate entries (pairs yields each); get joins them with ',' as
+// current Envoy does, or returns the first only (firstOnly) as older Envoys did.
+type stream struct {
+	entries   []entry
+	firstOnly bool
+	open      int // pairs iterations started and not run to their end
+	status    string
+	body      string
 }
 
-func newFakeRequest(h map[string]string) *fakeRequest {
-	f := &fakeRequest{headers: map[string][]string{}}
-	for k, v := range h {
-		f.headers[strings.ToLower(k)] = []string{v}
+type entry struct{ key, value string }
+
+func newStream(h map[string]string) *stream {
+	s := &stream{}
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
 	}
-	return f
+	sort.Strings(keys)
+	for _, k := range keys {
+		s.add(k, h[k])
+	}
+	return s
 }
 
-func (f *fakeRequest) get(key string) (string, bool) {
-	vs, ok := f.headers[strings.ToLower(key)]
-	if !ok {
+func (s *stream) values(key string) []string {
+	var vs []string
+	for _, e := range s.entries {
+		if e.key == strings.ToLower(key) {
+			vs = append(vs, e.value)
+		}
+	}
+	return vs
+}
+
+func (s *stream) get(key string) (string, bool) {
+	vs := s.values(key)
+	switch {
+	case len(vs) == 0:
 		return "", false
+	case s.firstOnly:
+		return vs[0], true
 	}
-	// Envoy joins repeated headers with ',' in get().
 	return strings.Join(vs, ","), true
 }
 
-func (f *fakeRequest) handle(L *lua.LState) *lua.LTable {
+func (s *stream) add(key, value string) {
+	s.entries = append(s.entries, entry{strings.ToLower(key), value})
+}
+
+func (s *stream) remove(key string) {
+	s.entries = slices.DeleteFunc(s.entries, func(e entry) bool { return e.key == strings.ToLower(key) })
+}
+
+func (s *stream) replace(key, value string) {
+	s.remove(key)
+	s.add(key, value)
+}
+
+func (s *stream) handle(L *lua.LState, request bool) *lua.LTable {
 	headers := L.NewTable()
+	// Envoy: "headers cannot be modified during iteration", and a loop must run to its end
+	// before any change.
+	mutating := func(L *lua.LState) {
+		if s.open > 0 {
+			L.RaiseError("headers modified during (or after an unfinished) pairs iteration")
+		}
+	}
 	L.SetField(headers, "get", L.NewFunction(func(L *lua.LState) int {
-		if v, ok := f.get(L.CheckString(2)); ok {
+		if v, ok := s.get(L.CheckString(2)); ok {
 			L.Push(lua.LString(v))
 		} else {
 			L.Push(lua.LNil)
@@ -56,67 +101,144 @@ func (f *fakeRequest) handle(L *lua.LState) *lua.LTable {
 		return 1
 	}))
 	L.SetField(headers, "replace", L.NewFunction(func(L *lua.LState) int {
-		f.headers[strings.ToLower(L.CheckString(2))] = []string{L.CheckString(3)}
+		mutating(L)
+		s.replace(L.CheckString(2), L.CheckString(3))
 		return 0
 	}))
 	L.SetField(headers, "add", L.NewFunction(func(L *lua.LState) int {
-		k := strings.ToLower(L.CheckString(2))
-		f.headers[k] = append(f.headers[k], L.CheckString(3))
+		mutating(L)
+		s.add(L.CheckString(2), L.CheckString(3))
 		return 0
 	}))
 	L.SetField(headers, "remove", L.NewFunction(func(L *lua.LState) int {
-		delete(f.headers, strings.ToLower(L.CheckString(2)))
+		mutating(L)
+		s.remove(L.CheckString(2))
 		return 0
 	}))
+	mt := L.NewTable()
+	L.SetField(mt, "__pairs", L.NewFunction(func(L *lua.LState) int {
+		snapshot := slices.Clone(s.entries)
+		s.open++
+		i, done := 0, false
+		L.Push(L.NewFunction(func(L *lua.LState) int {
+			if i >= len(snapshot) {
+				if !done {
+					done = true
+					s.open--
+				}
+				L.Push(lua.LNil)
+				return 1
+			}
+			e := snapshot[i]
+			i++
+			L.Push(lua.LString(e.key))
+			L.Push(lua.LString(e.value))
+			return 2
+		}))
+		L.Push(lua.LNil)
+		L.Push(lua.LNil)
+		return 3
+	}))
+	L.SetMetatable(headers, mt)
 
 	h := L.NewTable()
 	L.SetField(h, "headers", L.NewFunction(func(L *lua.LState) int {
 		L.Push(headers)
 		return 1
 	}))
-	L.SetField(h, "respond", L.NewFunction(func(L *lua.LState) int {
-		if f.status != "" {
-			L.RaiseError("respond called twice")
-		}
-		rh := L.CheckTable(2)
-		f.status = lua.LVAsString(rh.RawGetString(":status"))
-		f.body = L.OptString(3, "")
-		return 0
-	}))
+	if request {
+		L.SetField(h, "respond", L.NewFunction(func(L *lua.LState) int {
+			if s.status != "" {
+				L.RaiseError("respond called twice")
+			}
+			rh := L.CheckTable(2)
+			s.status = lua.LVAsString(rh.RawGetString(":status"))
+			s.body = L.OptString(3, "")
+			return 0
+		}))
+	}
 	return h
 }
 
-// runFilter runs one filter in its own Lua state, as Envoy gives each filter its own.
-func runFilter(t *testing.T, code string, f *fakeRequest) {
+// luaPairs makes pairs honour __pairs, as Envoy's LuaJIT (built with Lua 5.2 compatibility)
+// does and gopher-lua (Lua 5.1) does not.
+const luaPairs = `
+local rawpairs = pairs
+function pairs(t)
+  local mt = getmetatable(t)
+  if mt ~= nil and mt.__pairs ~= nil then
+    return mt.__pairs(t)
+  end
+  return rawpairs(t)
+end
+`
+
+// filter is one loaded Lua filter. Envoy keeps one Lua state per worker and runs every
+// request through it, so one state serves every call here too.
+type filter struct{ L *lua.LState }
+
+func loadFilter(t testing.TB, code string) filter {
 	t.Helper()
 	L := lua.NewState()
-	defer L.Close()
+	t.Cleanup(L.Close)
+	if err := L.DoString(luaPairs); err != nil {
+		t.Fatal(err)
+	}
 	if err := L.DoString(code); err != nil {
 		t.Fatalf("load lua: %v", err)
 	}
-	if err := L.CallByParam(lua.P{Fn: L.GetGlobal("envoy_on_request"), NRet: 0, Protect: true}, f.handle(L)); err != nil {
-		t.Fatalf("envoy_on_request: %v", err)
+	return filter{L}
+}
+
+func (f filter) run(t testing.TB, fn string, s *stream) {
+	t.Helper()
+	if err := f.L.CallByParam(lua.P{Fn: f.L.GetGlobal(fn), NRet: 0, Protect: true}, s.handle(f.L, fn == "envoy_on_request")); err != nil {
+		t.Fatalf("%s: %v", fn, err)
+	}
+	if s.open != 0 {
+		t.Fatalf("%s left a pairs iteration unfinished", fn)
 	}
 }
 
-// runGateway runs the filters in the gateway's order: cookie filter, then routing filter (the
+// gateway is the filters in the gateway's order: cookie filter, then routing filter (the
 // cookie EnvoyFilter has the lower priority, so Istio inserts it first before the router). A
-// 400 from the routing filter ends the request.
-func runGateway(t *testing.T, f *fakeRequest) {
+// 400 from either ends the request. Responses pass both, in reverse order.
+type gateway struct{ cookie, route filter }
+
+// testReserved are the namespaces the test cluster's admin reserves (spec.reservedNamespaces).
+var testReserved = []string{"team-secret", "legacy"}
+
+// testTargets are that cluster's reserved namespaces, built by the cluster stack's own
+// function.
+func testTargets() routing.Targets {
+	return stacks.RoutingTargets(&v1alpha1.TFRClusterSpec{ReservedNamespaces: testReserved})
+}
+
+func newGateway(t testing.TB) gateway {
 	t.Helper()
 	cookie, err := routing.CookieFilterLua(testAPIHost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, err := routing.RoutingFilterLua(testAPIHost)
+	route, err := routing.RoutingFilterLua(testAPIHost, testTargets())
 	if err != nil {
 		t.Fatal(err)
 	}
-	runFilter(t, cookie, f)
-	if f.status != "" {
-		t.Fatalf("cookie filter responded %s", f.status)
+	return gateway{loadFilter(t, cookie), loadFilter(t, route)}
+}
+
+func (g gateway) request(t testing.TB, s *stream) {
+	t.Helper()
+	g.cookie.run(t, "envoy_on_request", s)
+	if s.status == "" {
+		g.route.run(t, "envoy_on_request", s)
 	}
-	runFilter(t, route, f)
+}
+
+func (g gateway) response(t testing.TB, s *stream) {
+	t.Helper()
+	g.route.run(t, "envoy_on_response", s)
+	g.cookie.run(t, "envoy_on_response", s)
 }
 
 func TestRoutingContract(t *testing.T) {
@@ -148,6 +270,7 @@ func TestRoutingContract(t *testing.T) {
 		want                   string
 		wantNS, wantID, wantTy string
 		wantAuth               string
+		wantCookie             string // the Cookie header sent upstream
 	}{
 		{name: "good", headers: good, want: "", wantNS: "tenant-a", wantID: "r-123", wantTy: "chat"},
 		{name: "good uppercase host with port", headers: with(":authority", "API.Example.com:443"), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat"},
@@ -195,33 +318,36 @@ func TestRoutingContract(t *testing.T) {
 		{name: "other host passes untouched", headers: map[string]string{":authority": "grafana.example.com"}, want: "pass"},
 		{name: "other host with subdomain of api passes", headers: map[string]string{":authority": "x.api.example.com"}, want: "pass"},
 
-		// Cookies instead of headers.
+		// Cookies instead of headers (the generated test covers the rest of the rule).
 		{name: "cookies only", headers: map[string]string{
 			":authority": testAPIHost,
 			"cookie":     "X-TF-Namespace=tenant-b; X-TF-RobotId=r-9; X-TF-RobotType=chat",
 		}, wantNS: "tenant-b", wantID: "r-9", wantTy: "chat"},
-		{name: "lowercase cookie names and quotes", headers: map[string]string{
+		{name: "lowercase cookie names, no space after ';', other cookie", headers: map[string]string{
 			":authority": testAPIHost,
-			"cookie":     `x-tf-namespace="tenant-b";x-tf-robotid=r-9 ; x-tf-robottype=chat; other=1`,
-		}, wantNS: "tenant-b", wantID: "r-9", wantTy: "chat"},
-		{name: "repeated cookie headers joined by comma", headers: map[string]string{
+			"cookie":     `x-tf-namespace=tenant-b;x-tf-robotid=r-9 ; x-tf-robottype=chat; other=1`,
+		}, wantNS: "tenant-b", wantID: "r-9", wantTy: "chat", wantCookie: "other=1"},
+		{name: "quoted cookie value is not a value", headers: map[string]string{
+			":authority": testAPIHost,
+			"cookie":     `x-tf-namespace="tenant-b"; x-tf-robotid=r-9; x-tf-robottype=chat`,
+		}, want: "400"},
+		{name: "repeated cookie headers joined by comma hide a name", headers: map[string]string{
 			":authority": testAPIHost,
 			"cookie":     "x-tf-namespace=tenant-b, x-tf-robotid=r-9, x-tf-robottype=chat",
-		}, wantNS: "tenant-b", wantID: "r-9", wantTy: "chat"},
-		{name: "header wins over cookie", headers: func() map[string]string {
-			m := with("cookie", "X-TF-Namespace=other; X-TF-RobotId=other; X-TF-RobotType=other")
-			return m
-		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat"},
+		}, want: "400"},
+		{name: "header and cookie agree", headers: with("cookie", "X-TF-Namespace=tenant-a"), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat"},
+		{name: "header and cookie disagree", headers: with("cookie", "X-TF-Namespace=other"), want: "400"},
+		{name: "cookie given twice", headers: with("cookie", "X-TF-Namespace=tenant-a; x-tf-namespace=tenant-a"), want: "400"},
 		{name: "cookie fills the one missing header", headers: func() map[string]string {
 			m := without("X-TF-RobotType")
 			m["cookie"] = "X-TF-RobotType=voice"
 			return m
 		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "voice"},
-		{name: "cookie fills an empty header", headers: func() map[string]string {
+		{name: "an empty header is a source too", headers: func() map[string]string {
 			m := with("X-TF-RobotType", "")
 			m["cookie"] = "X-TF-RobotType=voice"
 			return m
-		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "voice"},
+		}(), want: "400"},
 		{name: "cookie injection rejected", headers: map[string]string{
 			":authority": testAPIHost,
 			"cookie":     "X-TF-Namespace=../kube-system; X-TF-RobotId=r-9; X-TF-RobotType=chat",
@@ -234,28 +360,34 @@ func TestRoutingContract(t *testing.T) {
 			":authority": testAPIHost,
 			"cookie":     "X-TF-Namespace=; X-TF-RobotId=; X-TF-RobotType=",
 		}, want: "400"},
+		{name: "platform namespace", headers: with("X-TF-Namespace", "istio-system"), want: "400"},
+		{name: "kube- namespace", headers: with("X-TF-Namespace", "kube-public"), want: "400"},
+		{name: "namespace reserved by the cluster", headers: with("X-TF-Namespace", "team-secret"), want: "400"},
 		{name: "admin token cookie", headers: func() map[string]string {
-			m := with("cookie", "adminToken=eyJhbGciOi.eyJzdWIi.sig-_x")
+			m := with("cookie", "adminToken=eyJhbGciOi.eyJzdWIi.sig-_x; theme=dark")
 			return m
-		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat", wantAuth: "Bearer eyJhbGciOi.eyJzdWIi.sig-_x"},
-		{name: "admin token cookie does not replace authorization", headers: func() map[string]string {
+		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat", wantAuth: "Bearer eyJhbGciOi.eyJzdWIi.sig-_x", wantCookie: "theme=dark"},
+		{name: "admin token cookie equal to authorization", headers: func() map[string]string {
+			m := with("cookie", "adminToken=tok")
+			m["authorization"] = "Bearer tok"
+			return m
+		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat", wantAuth: "Bearer tok"},
+		{name: "admin token cookie differs from authorization", headers: func() map[string]string {
 			m := with("cookie", "adminToken=cookie-token")
 			m["authorization"] = "Bearer header-token"
 			return m
-		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat", wantAuth: "Bearer header-token"},
-		{name: "admin token with bad characters ignored", headers: func() map[string]string {
-			m := with("cookie", "adminToken=a b\x01c")
-			return m
-		}(), wantNS: "tenant-a", wantID: "r-123", wantTy: "chat", wantAuth: ""},
+		}(), want: "400"},
+		{name: "admin token with bad characters", headers: with("cookie", "adminToken=a b\x01c"), want: "400"},
 	}
 
+	g := newGateway(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeRequest(tc.headers)
+			f := newStream(tc.headers)
 			// A client may try to pick the upstream itself; the routing filter must drop it.
-			f.headers[routing.HeaderUpstream] = []string{"evil.kube-system.svc.cluster.local"}
-			f.headers[routing.HeaderUpstreamCluster] = []string{"outbound|443||kubernetes.default.svc.cluster.local"}
-			runGateway(t, f)
+			f.add(routing.HeaderUpstream, "evil.kube-system.svc.cluster.local")
+			f.add(routing.HeaderUpstreamCluster, "outbound|443||kubernetes.default.svc.cluster.local")
+			g.request(t, f)
 
 			up, hasUp := f.get(routing.HeaderUpstream)
 			cl, hasCl := f.get(routing.HeaderUpstreamCluster)
@@ -278,7 +410,7 @@ func TestRoutingContract(t *testing.T) {
 				if f.status != "" {
 					t.Fatalf("status = %q body %s, want routed", f.status, f.body)
 				}
-				if err := routing.Validate(tc.wantNS, tc.wantID, tc.wantTy); err != nil {
+				if err := testTargets().Validate(tc.wantNS, tc.wantID, tc.wantTy); err != nil {
 					t.Fatalf("Go rejects values the Lua routed: %v", err)
 				}
 				if want := routing.UpstreamHost(tc.wantNS, tc.wantID, tc.wantTy); up != want {
@@ -289,6 +421,9 @@ func TestRoutingContract(t *testing.T) {
 				}
 				if auth, _ := f.get("authorization"); auth != tc.wantAuth {
 					t.Errorf("authorization = %q, want %q", auth, tc.wantAuth)
+				}
+				if c, _ := f.get("cookie"); c != tc.wantCookie {
+					t.Errorf("upstream cookie = %q, want %q", c, tc.wantCookie)
 				}
 			}
 		})
@@ -303,22 +438,20 @@ func TestGoAndLuaAgree(t *testing.T) {
 		"ä", "a\x00", strings.Repeat("x", 63), strings.Repeat("x", 64), strings.Repeat("y", 29),
 		strings.Repeat("z", 30), "a--b", "1-2-3",
 	}
-	route, err := routing.RoutingFilterLua(testAPIHost)
-	if err != nil {
-		t.Fatal(err)
-	}
+	targets := testTargets()
+	route := newGateway(t).route
 	n := 0
-	for _, ns := range []string{"tenant-a", values[4], strings.Repeat("x", 63)} {
+	for _, ns := range []string{"tenant-a", values[4], strings.Repeat("x", 63), "kube-system", "tfrs-system", "legacy"} {
 		for _, id := range values {
 			for _, typ := range values {
-				f := newFakeRequest(map[string]string{":authority": testAPIHost})
-				for k, v := range map[string]string{"x-tf-namespace": ns, "x-tf-robotid": id, "x-tf-robottype": typ} {
-					if v != "" {
-						f.headers[k] = []string{v}
+				f := newStream(map[string]string{":authority": testAPIHost})
+				for _, kv := range [][2]string{{"x-tf-namespace", ns}, {"x-tf-robotid", id}, {"x-tf-robottype", typ}} {
+					if kv[1] != "" {
+						f.add(kv[0], kv[1])
 					}
 				}
-				runFilter(t, route, f)
-				goErr := routing.Validate(ns, id, typ)
+				route.run(t, "envoy_on_request", f)
+				goErr := targets.Validate(ns, id, typ)
 				luaOK := f.status == ""
 				if luaOK != (goErr == nil) {
 					t.Errorf("ns=%q id=%q type=%q: lua routed=%v, Go error=%v", ns, id, typ, luaOK, goErr)
@@ -340,23 +473,6 @@ func TestGoAndLuaAgree(t *testing.T) {
 	}
 }
 
-// The routing filter alone does not read cookies: that is the cookie filter's job, and the
-// cookie EnvoyFilter must therefore run first.
-func TestRoutingFilterAloneIgnoresCookies(t *testing.T) {
-	route, err := routing.RoutingFilterLua(testAPIHost)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newFakeRequest(map[string]string{
-		":authority": testAPIHost,
-		"cookie":     "X-TF-Namespace=tenant-b; X-TF-RobotId=r-9; X-TF-RobotType=chat",
-	})
-	runFilter(t, route, f)
-	if f.status != "400" {
-		t.Fatalf("status = %q, want 400", f.status)
-	}
-}
-
 func TestNames(t *testing.T) {
 	if got := routing.RobotServiceName("r-1", "chat"); got != "chat-r-1-api" {
 		t.Errorf("RobotServiceName = %q", got)
@@ -371,25 +487,42 @@ func TestNames(t *testing.T) {
 
 func TestRenderRejectsBadHost(t *testing.T) {
 	for _, h := range []string{"", "API.example.com", `a"; os.exit() --`, "a..b", strings.Repeat("a.", 200) + "com"} {
-		if _, err := routing.RoutingFilterLua(h); err == nil {
+		if _, err := routing.RoutingFilterLua(h, testTargets()); err == nil {
 			t.Errorf("RoutingFilterLua(%q) accepted", h)
 		}
 	}
-	code, err := routing.CookieFilterLua("api.example.com")
-	if err != nil {
-		t.Fatal(err)
+	// Targets land in Lua string literals, and none at all would open every namespace.
+	for _, bad := range []routing.Targets{
+		{},
+		{ReservedNames: []string{`a", "b`}},
+		{ReservedNames: []string{"Kube-System"}},
+		{ReservedPrefixes: []string{`kube-"`}},
+		{ReservedPrefixes: []string{""}},
+	} {
+		if _, err := routing.RoutingFilterLua(testAPIHost, bad); err == nil {
+			t.Errorf("RoutingFilterLua accepted targets %+v", bad)
+		}
 	}
-	if strings.Contains(code, "@API_HOST@") || strings.Contains(code, "@ENTRY@") || !strings.Contains(code, `"api.example.com"`) {
-		t.Errorf("placeholders not filled")
-	}
-	// Every placeholder in the source is one render knows.
-	var left []string
-	for _, part := range strings.Split(code, `"@`)[1:] {
-		left = append(left, strings.SplitN(part, `@"`, 2)[0])
-	}
-	sort.Strings(left)
-	if len(left) > 0 {
-		t.Errorf("unfilled placeholders: %v", left)
+	for _, render := range []func() (string, error){
+		func() (string, error) { return routing.CookieFilterLua("api.example.com") },
+		func() (string, error) { return routing.RoutingFilterLua("api.example.com", testTargets()) },
+	} {
+		code, err := render()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(code, "@API_HOST@") || strings.Contains(code, "@ENTRY@") || !strings.Contains(code, `"api.example.com"`) {
+			t.Errorf("placeholders not filled")
+		}
+		// Every placeholder in the source is one render knows.
+		var left []string
+		for _, part := range strings.Split(code, `"@`)[1:] {
+			left = append(left, strings.SplitN(part, `@"`, 2)[0])
+		}
+		sort.Strings(left)
+		if len(left) > 0 {
+			t.Errorf("unfilled placeholders: %v", left)
+		}
 	}
 }
 
@@ -420,10 +553,10 @@ func TestLuaRoutesToServerService(t *testing.T) {
 			port := pulumitest.At(t, svc, "spec", "ports", 0, "port").(float64)
 			host := meta["name"].(string) + "." + meta["namespace"].(string) + ".svc." + routing.ClusterDomain
 
-			f := newFakeRequest(map[string]string{
+			f := newStream(map[string]string{
 				":authority": testAPIHost, "X-TF-Namespace": tc.namespace, "X-TF-RobotId": tc.robotID, "X-TF-RobotType": tc.robotType,
 			})
-			runGateway(t, f)
+			newGateway(t).request(t, f)
 			if f.status != "" {
 				t.Fatalf("gateway answered %s: %s", f.status, f.body)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/components/contenthash"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // How the init Jobs run.
@@ -127,6 +128,9 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 		ImagePullSecrets: kit.PullSecrets(pod.PullSecret),
 		Volumes:          pod.volumes(secretName),
 		Containers:       corev1.ContainerArray{pod.Main.args(secretName)},
+		// Pod Security restricted, as every pod in a tenant namespace: the robot image and
+		// the helper images (psql, mc, curl) all run as TFRS's non-root user.
+		SecurityContext: podsec.PodArgs(podsec.TFRobot),
 	}
 	if len(pod.Init) > 0 {
 		var init corev1.ContainerArray
@@ -222,9 +226,10 @@ func (c jobContainer) args(secret pulumi.StringInput) corev1.ContainerArgs {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String(k), ValueFrom: &corev1.EnvVarSourceArgs{SecretKeyRef: ref}})
 	}
 	out := corev1.ContainerArgs{
-		Name:         pulumi.String(c.Name),
-		Image:        pulumi.String(c.Image),
-		VolumeMounts: corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(c.volume()), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)}},
+		Name:            pulumi.String(c.Name),
+		Image:           pulumi.String(c.Image),
+		SecurityContext: podsec.ContainerArgs(),
+		VolumeMounts:    corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(c.volume()), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)}},
 	}
 	if len(env) > 0 {
 		out.Env = env

@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Environment variables and paths the operator sets in the server image's containers.
@@ -53,9 +54,11 @@ type Pod struct {
 	Resources *corev1.ResourceRequirementsArgs
 }
 
-// SharedCache is the tenant's shared-cache PVC and where robots mount it.
+// SharedCache is the tenant's shared-cache PVC and where robots mount it. SubPath, when set,
+// is the directory of the volume the robot mounts at Dir instead of the whole volume (a
+// personal robot's own, so robots of different owners never share writable storage).
 type SharedCache struct {
-	Claim, Dir string
+	Claim, Dir, SubPath string
 }
 
 func (p *Pod) valid() bool {
@@ -83,9 +86,10 @@ func (p *Pod) env() corev1.EnvVarArray {
 // spec is the pod spec of one container named container running args.
 func (p *Pod) spec(container string, args []string, ports corev1.ContainerPortArray, probe *corev1.ProbeArgs) *corev1.PodSpecArgs {
 	c := &corev1.ContainerArgs{
-		Name:  pulumi.String(container),
-		Image: pulumi.String(p.Image),
-		Env:   p.env(),
+		Name:            pulumi.String(container),
+		Image:           pulumi.String(p.Image),
+		Env:             p.env(),
+		SecurityContext: podsec.ContainerArgs(),
 		// Order matters: see Pod.
 		EnvFrom: corev1.EnvFromSourceArray{
 			corev1.EnvFromSourceArgs{ConfigMapRef: &corev1.ConfigMapEnvSourceArgs{Name: p.ConfigMapName}},
@@ -115,12 +119,19 @@ func (p *Pod) spec(container string, args []string, ports corev1.ContainerPortAr
 			Name:                  pulumi.String("shared-cache"),
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSourceArgs{ClaimName: pulumi.String(sc.Claim)},
 		})
-		mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String("shared-cache"), MountPath: pulumi.String(sc.Dir)})
+		mount := corev1.VolumeMountArgs{Name: pulumi.String("shared-cache"), MountPath: pulumi.String(sc.Dir)}
+		if sc.SubPath != "" {
+			mount.SubPath = pulumi.String(sc.SubPath) // kubelet creates it with the volume's mode and fsGroup
+		}
+		mounts = append(mounts, mount)
 	}
 	c.VolumeMounts = mounts
 	return &corev1.PodSpecArgs{
 		Containers:       corev1.ContainerArray{c},
 		Volumes:          volumes,
 		ImagePullSecrets: kit.PullSecrets(p.PullSecret),
+		// The tenant namespace enforces Pod Security restricted; the robot image runs as
+		// TFRS's documented non-root user.
+		SecurityContext: podsec.PodArgs(podsec.TFRobot),
 	}
 }

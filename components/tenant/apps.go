@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Names and ports of the tenant's TFRobot applications.
@@ -55,7 +56,7 @@ func NewTFRobotFront(ctx *pulumi.Context, name string, args *AppArgs, opts ...pu
 	ports := []Port{{Name: "http", Port: TFRobotFrontPort}}
 	dep, err := newDeployment(ctx, c, name+"-deployment", &workload{
 		name: TFRobotFrontService, namespace: args.Namespace, image: args.Image, replicas: args.Replicas,
-		ports: ports, resources: args.Resources, pullSecret: args.PullSecret,
+		ports: ports, resources: args.Resources, pullSecret: args.PullSecret, runAs: podsec.TFRobot,
 	})
 	if err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func NewTFRSUtils(ctx *pulumi.Context, name string, args *AppArgs, opts ...pulum
 			Name:      pulumi.String("TFRS_NAMESPACE"),
 			ValueFrom: &corev1.EnvVarSourceArgs{FieldRef: &corev1.ObjectFieldSelectorArgs{FieldPath: pulumi.String("metadata.namespace")}},
 		}},
-		resources: args.Resources, pullSecret: args.PullSecret,
+		resources: args.Resources, pullSecret: args.PullSecret, runAs: podsec.TFRobot,
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Names of the tenant's Grafana.
@@ -94,6 +95,9 @@ func NewGrafana(ctx *pulumi.Context, name string, args *GrafanaArgs, opts ...pul
 		// The chart's test pod is a Helm hook; Chart v4 does not run hooks.
 		"testFramework": map[string]any{"enabled": false},
 	}
+	for k, v := range grafanaPodSecurity() {
+		own[k] = v
+	}
 	if len(sources) > 0 {
 		own["datasources"] = map[string]any{"datasources.yaml": map[string]any{"apiVersion": 1, "datasources": sources}}
 	}
@@ -111,4 +115,22 @@ func NewGrafana(ctx *pulumi.Context, name string, args *GrafanaArgs, opts ...pul
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{
 		"url": c.URL, "adminUser": c.AdminUser, "adminPassword": c.AdminPassword, "adminSecret": c.AdminSecret,
 	})
+}
+
+// grafanaPodSecurity are the chart values (grafana-community/helm-charts 12.11.1) that keep
+// every pod it renders Pod Security restricted. Upstream's defaults nearly are: its pod runs
+// as 472 and its containers drop ALL with RuntimeDefault seccomp, but only per container, and
+// with persistence on, init-chown-data runs as root adding CHOWN and DAC_OVERRIDE. So: the
+// pod context carries seccomp for any container; the Grafana, dashboard-download and sidecar
+// containers get TFRS's one container context; init-chown-data is off (the volume is the
+// pod's fsGroup's, no chown needed).
+func grafanaPodSecurity() map[string]any {
+	c := podsec.Values(podsec.ContainerContext())
+	return map[string]any{
+		"securityContext":          podsec.Values(podsec.PodContext(podsec.Grafana)),
+		"containerSecurityContext": c,
+		"initChownData":            map[string]any{"enabled": false},
+		"downloadDashboards":       map[string]any{"securityContext": c},
+		"sidecar":                  map[string]any{"securityContext": c},
+	}
 }

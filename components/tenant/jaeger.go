@@ -8,6 +8,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Names and ports of the tenant's Jaeger. Jaeger v2 (chart 4.x) is one Deployment and one
@@ -58,7 +59,7 @@ func NewJaeger(ctx *pulumi.Context, name string, args *JaegerArgs, opts ...pulum
 	// v2 has no per-role switches (allInOne, agent, collector, query) nor provisionDataStore,
 	// and storage.* only configures the optional Spark and Elasticsearch jobs: the fullname is
 	// all TFRS sets.
-	own := map[string]any{"fullnameOverride": JaegerRelease}
+	own := map[string]any{"fullnameOverride": JaegerRelease, "jaeger": jaegerPodSecurity()}
 	chart, err := kit.NewChart(ctx, c, name+"-chart", kit.Chart{
 		Release: JaegerRelease, Namespace: args.Namespace, Ref: args.Chart, Values: own, Images: args.Images, PullSecret: args.PullSecret,
 	})
@@ -73,4 +74,15 @@ func NewJaeger(ctx *pulumi.Context, name string, args *JaegerArgs, opts ...pulum
 		return h + ":" + strconv.Itoa(JaegerOTLPGRPCPort)
 	}).(pulumi.StringOutput)
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"queryURL": c.QueryURL, "collectorEndpoint": c.CollectorEndpoint})
+}
+
+// jaegerPodSecurity are the chart values (jaegertracing/helm-charts jaeger 4.11.1) that keep
+// its one pod Pod Security restricted. Upstream sets only the user (10001) in
+// jaeger.podSecurityContext and an empty jaeger.securityContext: no runAsNonRoot, no seccomp,
+// privilege escalation allowed, capabilities kept, all of which restricted refuses.
+func jaegerPodSecurity() map[string]any {
+	return map[string]any{
+		"podSecurityContext": podsec.Values(podsec.PodContext(podsec.Jaeger)),
+		"securityContext":    podsec.Values(podsec.ContainerContext()),
+	}
 }

@@ -44,6 +44,9 @@ type NamespaceArgs struct {
 	// ingress gateway's, istio-system and the monitoring namespace. Every other namespace is
 	// denied.
 	AllowedNamespaces []string
+	// Quota is the namespace's class: its LimitRange and ResourceQuotas (quota.go), made by
+	// the provisioner. Nil: none (a program run without a cluster policy, tests).
+	Quota *Quota
 	// Retain keeps the namespace on destroy. It must follow the deletion policy of the data
 	// inside: deleting a namespace deletes everything in it, retained or not.
 	Retain bool
@@ -73,6 +76,9 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	if p := args.PullSecret; p != nil && (p.Name == "" || p.DockerConfigJSON == nil) {
 		return nil, fmt.Errorf("namespace: pull secret needs a name and its dockerconfigjson")
 	}
+	if err := platformLabelFree(args.Labels); err != nil {
+		return nil, err
+	}
 	c := &Namespace{}
 	if err := ctx.RegisterComponentResource(NamespaceType, name, c, opts...); err != nil {
 		return nil, err
@@ -87,7 +93,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		privileged = append(privileged, pulumi.Provider(args.Applier.Provider))
 	}
 	ns, err := corev1.NewNamespace(ctx, name+"-namespace", &corev1.NamespaceArgs{
-		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Name), Labels: pulumi.ToStringMap(labels), Annotations: annotations(args.Annotations)},
+		Metadata: &metav1.ObjectMetaArgs{Name: pulumi.String(args.Name), Labels: pulumi.ToStringMap(withPodSecurity(labels)), Annotations: annotations(args.Annotations)},
 	}, retain(args.Retain, privileged...)...)
 	if err != nil {
 		return nil, err
@@ -97,6 +103,11 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	nsName, ready := ns.Metadata.Name().Elem(), ns.Metadata.Name().Elem()
 	if args.Applier != nil {
 		if ready, err = c.addApplier(ctx, name, nsName, args.Applier); err != nil {
+			return nil, err
+		}
+	}
+	if q := args.Quota; q != nil {
+		if ready, err = c.addQuota(ctx, name, nsName, ready, q, privileged); err != nil {
 			return nil, err
 		}
 	}
@@ -139,7 +150,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		return nil, err
 	}
 	c.Keep(pa, ap)
-	if err := c.addNetworkPolicies(ctx, name, nsName, args.Name, args.AllowedNamespaces, privileged); err != nil {
+	if err := c.addNetworkPolicies(ctx, name, nsName, privileged); err != nil {
 		return nil, err
 	}
 

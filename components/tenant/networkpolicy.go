@@ -1,11 +1,13 @@
 package tenant
 
 import (
+	"fmt"
+
 	metav1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/meta/v1"
 	networkingv1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/networking/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/tfrs-io/tfrs-operator/components/cluster"
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 )
 
 // The tenant namespace's network isolation: Kubernetes NetworkPolicies, enforced by the CNI
@@ -17,15 +19,17 @@ import (
 //
 //	policy                        pods                      may be reached from
 //	tfrs-default-deny-ingress     every pod                 nobody (the deny every allow below refines)
-//	tfrs-allow-tenant             every pod                 the namespace itself; AllowedNamespaces
-//	                                                        (ingress gateway, istio-system, monitoring)
-//	tfrs-allow-cnpg-operator      cnpg.io/cluster pods      cnpg-system, TCP 8000 (status) and 5432
-//	tfrs-allow-minio-operator     v1.min.io/tenant pods     minio-operator, TCP 9000 (MinIO API)
-//	tfrs-allow-rabbitmq-operator  RabbitMQ pods             rabbitmq-system, TCP 15672/15671 (management)
+//	tfrs-allow-tenant             every pod                 the namespace itself; namespaces labelled
+//	                                                        tfrs.io/platform-role ingress, mesh or monitoring
+//	tfrs-allow-cnpg-operator      cnpg.io/cluster pods      role cnpg-operator, TCP 8000 (status) and 5432
+//	tfrs-allow-minio-operator     v1.min.io/tenant pods     role minio-operator, TCP 9000 (MinIO API)
+//	tfrs-allow-rabbitmq-operator  RabbitMQ pods             role rabbitmq-operator, TCP 15672/15671 (management)
 //
-// Namespaces are matched by kubernetes.io/metadata.name, the label the API server sets on
-// every namespace to its name and that nobody can change, so a namespace cannot pose as
-// another by labelling itself.
+// Platform namespaces are matched by clusterns.PlatformRoleLabel, never by name: a name is
+// whatever namespace a tenant manages to take, while the label is set only by the cluster
+// stack on the namespaces it installs into (and by the admin on the monitoring namespace),
+// and TFRS refuses it on every tenant namespace it builds (NewNamespace). The tenant's own
+// namespace is matched as the policy's own (an empty podSelector peer), not by any label.
 //
 // Egress is not restricted, on purpose. Another tenant's pods are already closed by that
 // tenant's own ingress policies (every tenant namespace has them), which is what isolates
@@ -39,16 +43,16 @@ import (
 const (
 	// NetworkPolicyDefaultDeny selects every pod and allows no ingress.
 	NetworkPolicyDefaultDeny = "tfrs-default-deny-ingress"
-	// NetworkPolicyAllowTenant admits the namespace itself and the allowed namespaces.
+	// NetworkPolicyAllowTenant admits the namespace itself and the platform's callers.
 	NetworkPolicyAllowTenant = "tfrs-allow-tenant"
 
-	// MetadataNameLabel is the label the API server sets on every namespace to its name.
-	MetadataNameLabel = "kubernetes.io/metadata.name"
+	// PlatformRoleLabel marks the platform namespaces the policies admit (clusterns').
+	PlatformRoleLabel = clusterns.PlatformRoleLabel
 
 	// CNPGOperatorNamespace and RabbitMQOperatorNamespace are where the upstream manifests
 	// install those operators (the MinIO operator's is cluster.MinIOOperatorNamespace).
-	CNPGOperatorNamespace     = "cnpg-system"
-	RabbitMQOperatorNamespace = "rabbitmq-system"
+	CNPGOperatorNamespace     = clusterns.CNPGOperator
+	RabbitMQOperatorNamespace = clusterns.RabbitMQOperator
 )
 
 // OperatorPeer is an operator that runs outside the tenant namespace and must reach the pods
@@ -56,8 +60,8 @@ const (
 type OperatorPeer struct {
 	// Policy is the NetworkPolicy's name.
 	Policy string
-	// Namespace the operator runs in.
-	Namespace string
+	// Role is the PlatformRoleLabel value of the namespace the operator runs in.
+	Role string
 	// PodLabel is the label key (any value) the operator puts on the pods it manages.
 	PodLabel string
 	// PodLabelValue, when set, is the value PodLabel must have.
@@ -71,15 +75,16 @@ type OperatorPeer struct {
 // operator checks its Tenant through the MinIO API (9000); the RabbitMQ cluster and topology
 // operators use the management API (15672, 15671 with TLS).
 var OperatorPeers = []OperatorPeer{
-	{Policy: "tfrs-allow-cnpg-operator", Namespace: CNPGOperatorNamespace, PodLabel: "cnpg.io/cluster", Ports: []int{8000, PostgresPort}},
-	{Policy: "tfrs-allow-minio-operator", Namespace: cluster.MinIOOperatorNamespace, PodLabel: "v1.min.io/tenant", Ports: []int{9000}},
-	{Policy: "tfrs-allow-rabbitmq-operator", Namespace: RabbitMQOperatorNamespace, PodLabel: "app.kubernetes.io/part-of", PodLabelValue: "rabbitmq", Ports: []int{15672, 15671}},
+	{Policy: "tfrs-allow-cnpg-operator", Role: clusterns.RoleCNPGOperator, PodLabel: "cnpg.io/cluster", Ports: []int{8000, PostgresPort}},
+	{Policy: "tfrs-allow-minio-operator", Role: clusterns.RoleMinIOOperator, PodLabel: "v1.min.io/tenant", Ports: []int{9000}},
+	{Policy: "tfrs-allow-rabbitmq-operator", Role: clusterns.RoleRabbitMQOperator, PodLabel: "app.kubernetes.io/part-of", PodLabelValue: "rabbitmq", Ports: []int{15672, 15671}},
 }
 
 // addNetworkPolicies registers the namespace's NetworkPolicies (see the model above) as
-// children of the namespace component; allowed are the namespaces besides its own that may
-// reach every pod.
-func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, own string, allowed []string, opts []pulumi.ResourceOption) error {
+// children of the namespace component. Their resource and object names are the ones they had
+// when they trusted namespaces by name, so an existing tenant's policies are updated in place
+// on its next up.
+func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, opts []pulumi.ResourceOption) error {
 	tcp := pulumi.String("TCP")
 	policy := func(suffix, policyName string, pods *metav1.LabelSelectorArgs, rules networkingv1.NetworkPolicyIngressRuleArray) error {
 		np, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+suffix, &networkingv1.NetworkPolicyArgs{
@@ -99,15 +104,9 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 	if err := policy("default-deny-ingress", NetworkPolicyDefaultDeny, &metav1.LabelSelectorArgs{}, nil); err != nil {
 		return err
 	}
-	from := networkingv1.NetworkPolicyPeerArray{networkingv1.NetworkPolicyPeerArgs{PodSelector: &metav1.LabelSelectorArgs{}}}
-	var others []string
-	for _, n := range allowed {
-		if n != "" && n != own {
-			others = append(others, n)
-		}
-	}
-	if len(others) > 0 {
-		from = append(from, networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: namespacesSelector(others...)})
+	from := networkingv1.NetworkPolicyPeerArray{
+		networkingv1.NetworkPolicyPeerArgs{PodSelector: &metav1.LabelSelectorArgs{}},
+		networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: rolesSelector(clusterns.CallerRoles()...)},
 	}
 	if err := policy("allow-tenant", NetworkPolicyAllowTenant, &metav1.LabelSelectorArgs{},
 		networkingv1.NetworkPolicyIngressRuleArray{networkingv1.NetworkPolicyIngressRuleArgs{From: from}}); err != nil {
@@ -125,7 +124,7 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 			ports = append(ports, networkingv1.NetworkPolicyPortArgs{Port: pulumi.Int(p), Protocol: tcp})
 		}
 		rule := networkingv1.NetworkPolicyIngressRuleArgs{
-			From:  networkingv1.NetworkPolicyPeerArray{networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: namespacesSelector(o.Namespace)}},
+			From:  networkingv1.NetworkPolicyPeerArray{networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: rolesSelector(o.Role)}},
 			Ports: ports,
 		}
 		if err := policy(o.Policy[len("tfrs-"):], o.Policy, pods, networkingv1.NetworkPolicyIngressRuleArray{rule}); err != nil {
@@ -135,9 +134,18 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 	return nil
 }
 
-// namespacesSelector selects the namespaces named (by their immutable metadata.name label).
-func namespacesSelector(names ...string) *metav1.LabelSelectorArgs {
+// rolesSelector selects the platform namespaces of roles (by PlatformRoleLabel).
+func rolesSelector(roles ...string) *metav1.LabelSelectorArgs {
 	return &metav1.LabelSelectorArgs{MatchExpressions: metav1.LabelSelectorRequirementArray{
-		metav1.LabelSelectorRequirementArgs{Key: pulumi.String(MetadataNameLabel), Operator: pulumi.String("In"), Values: pulumi.ToStringArray(names)},
+		metav1.LabelSelectorRequirementArgs{Key: pulumi.String(PlatformRoleLabel), Operator: pulumi.String("In"), Values: pulumi.ToStringArray(roles)},
 	}}
+}
+
+// platformLabelFree refuses tenant namespace labels that carry PlatformRoleLabel: the
+// policies of every tenant admit a namespace with it, so a tenant namespace never has it.
+func platformLabelFree(labels map[string]string) error {
+	if v, ok := labels[PlatformRoleLabel]; ok {
+		return fmt.Errorf("namespace: label %s=%q is reserved for platform namespaces (the cluster stack and the admin set it); a tenant namespace cannot carry it", PlatformRoleLabel, v)
+	}
+	return nil
 }

@@ -2,10 +2,12 @@ package tenant
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
 	"github.com/tfrs-io/tfrs-operator/internal/netpol"
 	pt "github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 )
@@ -30,7 +32,23 @@ func tenantNetwork(t *testing.T, name string) netpol.Cluster {
 		}
 		c.Policies = append(c.Policies, np)
 	}
+	c.NamespaceLabels = platformNamespaces()
 	return c
+}
+
+// platformNamespaces are the cluster's platform namespaces with the labels the cluster stack
+// (and, for monitoring, the admin) sets, plus look-alikes that lack them.
+func platformNamespaces() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, ns := range []string{"istio-ingress", "istio-system", CNPGOperatorNamespace, "minio-operator", RabbitMQOperatorNamespace} {
+		out[ns] = clusterns.Labels(ns)
+	}
+	// Monitoring installed by the admin in a namespace of their choosing, labelled by them.
+	out["observability"] = map[string]string{PlatformRoleLabel: clusterns.RoleMonitoring}
+	// A namespace of another role's name but without the label (e.g. a tenant took it).
+	out["monitoring"] = map[string]string{"app.kubernetes.io/name": "monitoring"}
+	out["some-operator"] = map[string]string{PlatformRoleLabel: "operator"}
+	return out
 }
 
 // Pods of a tenant namespace, labelled as their operators and charts label them.
@@ -68,8 +86,11 @@ func TestNetworkPoliciesMeaning(t *testing.T) {
 	}{
 		{"same namespace", acme(appPod), true},
 		{"ingress gateway", in("istio-ingress", map[string]string{"istio": "ingressgateway"}), true},
-		{"monitoring", in("monitoring", map[string]string{"app.kubernetes.io/name": "prometheus"}), true},
+		{"monitoring (labelled by the admin)", in("observability", map[string]string{"app.kubernetes.io/name": "prometheus"}), true},
+		{"a namespace named monitoring without the label", in("monitoring", map[string]string{"app.kubernetes.io/name": "prometheus"}), false},
 		{"istio-system", in("istio-system", map[string]string{"app": "istiod"}), true},
+		{"an operator's namespace (only its own pods and ports)", in(RabbitMQOperatorNamespace, anyPod), false},
+		{"a namespace with an unknown role", in("some-operator", anyPod), false},
 		{"another tenant's namespace", in("other", anyPod), false},
 		{"another tenant's pod with acme's labels", in("other", postgresPod), false},
 		{"default", in("default", anyPod), false},
@@ -108,6 +129,9 @@ func TestNetworkPoliciesMeaning(t *testing.T) {
 		{"rabbitmq operator -> management TLS", RabbitMQOperatorNamespace, rabbitPod, 15671, true},
 		{"rabbitmq operator -> AMQP", RabbitMQOperatorNamespace, rabbitPod, 5672, false},
 		{"rabbitmq operator -> redis", RabbitMQOperatorNamespace, redisPod, 6379, false},
+		// By label, not by name: the names without the label reach nothing.
+		{"unlabelled namespace named like cnpg's -> postgres", "acme-cnpg-system", postgresPod, 5432, false},
+		{"monitoring -> instance manager", "observability", postgresPod, 8000, true},
 	} {
 		got, err := c.Allowed(in(tc.from, map[string]string{"app": "operator"}), acme(tc.to), "TCP", tc.port)
 		if err != nil {
@@ -162,6 +186,82 @@ func TestNetworkPolicyObjects(t *testing.T) {
 	pt.Eq(t, "policies (sorted)", names, []string{"tfrs-allow-cnpg-operator", "tfrs-allow-minio-operator",
 		"tfrs-allow-rabbitmq-operator", NetworkPolicyAllowTenant, NetworkPolicyDefaultDeny})
 	allow := pt.Plain(m.Find(t, networkPolicyType, "namespace-allow-tenant").Inputs)
-	pt.Eq(t, "allowed namespaces (own by podSelector, no duplicates or blanks)",
-		pt.At(t, allow, "spec", "ingress", 0, "from", 1, "namespaceSelector", "matchExpressions", 0, "values"), []any{"monitoring"})
+	pt.Eq(t, "allowed namespaces: own by podSelector, the platform's callers by role label only",
+		pt.At(t, allow, "spec", "ingress", 0, "from", 1, "namespaceSelector"), map[string]any{"matchExpressions": []any{
+			map[string]any{"key": PlatformRoleLabel, "operator": "In", "values": []any{"ingress", "mesh", "monitoring"}},
+		}})
+}
+
+// No NetworkPolicy names a namespace: every namespaceSelector of every policy selects by
+// the platform-role label alone (a selector on kubernetes.io/metadata.name, or on any other
+// key, would trust a name a tenant can take).
+func TestNetworkPoliciesTrustLabelsOnly(t *testing.T) {
+	c := tenantNetwork(t, "acme")
+	selectors := 0
+	for _, p := range c.Policies {
+		for _, r := range p.Spec.Ingress {
+			for _, peer := range r.From {
+				if peer.NamespaceSelector == nil {
+					continue
+				}
+				selectors++
+				if len(peer.NamespaceSelector.MatchLabels) > 0 {
+					t.Errorf("%s: namespaceSelector matchLabels %v", p.Name, peer.NamespaceSelector.MatchLabels)
+				}
+				for _, e := range peer.NamespaceSelector.MatchExpressions {
+					if e.Key != PlatformRoleLabel || e.Operator != "In" || len(e.Values) == 0 {
+						t.Errorf("%s: namespaceSelector %v trusts something other than a platform role", p.Name, e)
+					}
+				}
+			}
+		}
+	}
+	if selectors != 1+len(OperatorPeers) {
+		t.Errorf("%d namespace selectors, want %d", selectors, 1+len(OperatorPeers))
+	}
+}
+
+// Upgrade: the policies keep the resource names and object names they had when they trusted
+// namespaces by name, so a tenant made before keeps its objects and gets them updated in
+// place (only spec changes, which Kubernetes updates) on its next up.
+func TestNetworkPoliciesUpgradeInPlace(t *testing.T) {
+	m := &pt.Mocks{}
+	m.Run(t, func(ctx *pulumi.Context) error {
+		_, err := NewNamespace(ctx, "namespace", &NamespaceArgs{Name: "acme", AllowedNamespaces: []string{"istio-ingress", "istio-system", "monitoring"}})
+		return err
+	})
+	got := map[string]string{}
+	for _, r := range m.All(networkPolicyType) {
+		got[r.Name] = pt.At(t, pt.Plain(r.Inputs), "metadata", "name").(string)
+	}
+	// As released before platform-role labels (resource name -> metadata.name).
+	pt.Eq(t, "resource and object names", got, map[string]string{
+		"namespace-default-deny-ingress":    "tfrs-default-deny-ingress",
+		"namespace-allow-tenant":            "tfrs-allow-tenant",
+		"namespace-allow-cnpg-operator":     "tfrs-allow-cnpg-operator",
+		"namespace-allow-minio-operator":    "tfrs-allow-minio-operator",
+		"namespace-allow-rabbitmq-operator": "tfrs-allow-rabbitmq-operator",
+	})
+}
+
+// A tenant namespace never carries the platform-role label, whatever labels its caller
+// passes: every tenant's policies admit a namespace that has it.
+func TestNamespaceRefusesPlatformRoleLabel(t *testing.T) {
+	for _, role := range append(clusterns.Roles(), "", "anything") {
+		err := (&pt.Mocks{}).RunErr(func(ctx *pulumi.Context) error {
+			_, err := NewNamespace(ctx, "namespace", &NamespaceArgs{Name: "acme", Labels: map[string]string{"tfrs.io/tenant-type": "enterprise", PlatformRoleLabel: role}})
+			return err
+		})
+		if err == nil || !strings.Contains(err.Error(), PlatformRoleLabel) {
+			t.Errorf("platform-role %q on a tenant namespace: err = %v", role, err)
+		}
+	}
+	m := &pt.Mocks{}
+	m.Run(t, func(ctx *pulumi.Context) error {
+		_, err := NewNamespace(ctx, "namespace", &NamespaceArgs{Name: "acme", Labels: map[string]string{"tfrs.io/tenant-type": "enterprise"}})
+		return err
+	})
+	if _, ok := pt.At(t, pt.Plain(m.Find(t, "kubernetes:core/v1:Namespace", "").Inputs), "metadata", "labels").(map[string]any)[PlatformRoleLabel]; ok {
+		t.Error("the tenant namespace carries the platform-role label")
+	}
 }

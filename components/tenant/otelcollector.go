@@ -7,6 +7,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Names and ports of the tenant's OpenTelemetry Collector.
@@ -60,7 +61,7 @@ func NewOtelCollector(ctx *pulumi.Context, name string, args *OtelCollectorArgs,
 		args:  []string{"--config=" + otelConfigDir + "/config.yaml"},
 		ports: ports, volumes: volumes, mounts: mounts, resources: args.Resources,
 		pullSecret: args.PullSecret, readyPath: "/", readyPort: otelHealthPort,
-		podAnnotations: checksum(config),
+		podAnnotations: checksum(config), runAs: podsec.OtelCollector,
 	})
 	if err != nil {
 		return nil, err

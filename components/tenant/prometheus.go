@@ -9,6 +9,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Names and port of the tenant's Prometheus.
@@ -116,7 +117,7 @@ func NewPrometheus(ctx *pulumi.Context, name string, args *PrometheusArgs, opts 
 		},
 		ports: ports, volumes: volumes, mounts: mounts, resources: args.Resources,
 		pullSecret: args.PullSecret, serviceAccount: PrometheusService, readyPath: "/-/ready",
-		podAnnotations: annotations,
+		podAnnotations: annotations, runAs: podsec.Prometheus,
 	}, pulumi.DependsOn([]pulumi.Resource{sa}))
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 //go:embed scripts/redis-acl.sh
@@ -111,6 +112,7 @@ func NewRedis(ctx *pulumi.Context, name string, args *RedisArgs, opts ...pulumi.
 		resources:  args.Resources,
 		pullSecret: args.PullSecret,
 		recreate:   true,
+		runAs:      podsec.Redis,
 	}
 	if args.RobotUsers {
 		acl, err := redisACL(ctx, c, name, args, w, secretName)

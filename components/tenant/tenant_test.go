@@ -93,7 +93,11 @@ func TestNamespace(t *testing.T) {
 			return nil
 		})
 		nsReg := m.Find(t, "kubernetes:core/v1:Namespace", "")
-		pt.Eq(t, "labels", pt.At(t, pt.Plain(nsReg.Inputs), "metadata", "labels"), map[string]any{"istio-injection": "enabled", "tfrs.io/tenant": "acme"})
+		wantLabels := map[string]any{"istio-injection": "enabled", "tfrs.io/tenant": "acme"}
+		for k, v := range PodSecurityLabels() {
+			wantLabels[k] = v
+		}
+		pt.Eq(t, "labels", pt.At(t, pt.Plain(nsReg.Inputs), "metadata", "labels"), wantLabels)
 		pt.Eq(t, "namespace retained", nsReg.Retain, retain)
 		// No registry credentials: no pull Secret.
 		for _, r := range m.Regs() {

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"strconv"
 
+	corev1 "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes/core/v1"
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Names and ports of the tenant's Vector.
@@ -18,6 +20,7 @@ const (
 	VectorNativePort = 6000
 	vectorAPIPort    = 8686
 	vectorConfigDir  = "/conf"
+	vectorDataDir    = "/var/lib/vector"
 )
 
 // VectorArgs configure the vector component.
@@ -55,13 +58,16 @@ func NewVector(ctx *pulumi.Context, name string, args *VectorArgs, opts ...pulum
 		return nil, err
 	}
 	volumes, mounts := configVolume(cm.Metadata.Name().Elem(), vectorConfigDir)
+	// Vector's data_dir, writable by its non-root user (the image's is root's).
+	volumes = append(volumes, corev1.VolumeArgs{Name: pulumi.String("data"), EmptyDir: &corev1.EmptyDirVolumeSourceArgs{}})
+	mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String("data"), MountPath: pulumi.String(vectorDataDir)})
 	ports := []Port{{Name: "http", Port: VectorHTTPPort}, {Name: "vector", Port: VectorNativePort}}
 	dep, err := newDeployment(ctx, c, name+"-deployment", &workload{
 		name: VectorService, namespace: args.Namespace, image: args.Image, replicas: args.Replicas,
 		args:  []string{"--config", vectorConfigDir + "/vector.yaml"},
 		ports: ports, volumes: volumes, mounts: mounts, resources: args.Resources,
 		pullSecret: args.PullSecret, readyPath: "/health", readyPort: vectorAPIPort,
-		podAnnotations: checksum(config),
+		podAnnotations: checksum(config), runAs: podsec.Vector,
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
+	"github.com/tfrs-io/tfrs-operator/components/internal/podsec"
 )
 
 // Port is a named container/Service port.
@@ -47,6 +48,9 @@ type workload struct {
 	podAnnotations pulumi.StringMapInput
 	// initContainers run before the container, sidecars beside it (both TFRS's own).
 	initContainers, sidecars corev1.ContainerArray
+	// runAs is the image's non-root user (podsec): every pod runs under the namespace's
+	// Pod Security level restricted.
+	runAs podsec.RunAs
 }
 
 func (w *workload) validate() error {
@@ -55,6 +59,9 @@ func (w *workload) validate() error {
 	}
 	if w.replicas < 0 {
 		return fmt.Errorf("%s: replicas %d < 0", w.name, w.replicas)
+	}
+	if w.runAs.User <= 0 || w.runAs.Group <= 0 {
+		return fmt.Errorf("%s: a non-root user and group are required (Pod Security restricted)", w.name)
 	}
 	return nil
 }
@@ -111,6 +118,17 @@ func newDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceName str
 	if w.serviceAccount != "" {
 		spec.ServiceAccountName = pulumi.String(w.serviceAccount)
 	}
+	if err := podsec.Restrict(spec, w.runAs); err != nil {
+		return nil, fmt.Errorf("%s: %w", w.name, err)
+	}
+	if lowPort(w.ports) {
+		// A non-root process may bind a port below 1024 only with this namespaced sysctl
+		// (NET_BIND_SERVICE is dropped, and an added capability does not reach a non-root
+		// process). Pod Security restricted allows it: it is on the safe-sysctl list.
+		spec.SecurityContext.(*corev1.PodSecurityContextArgs).Sysctls = corev1.SysctlArray{corev1.SysctlArgs{
+			Name: pulumi.String("net.ipv4.ip_unprivileged_port_start"), Value: pulumi.String("0"),
+		}}
+	}
 	dspec := &appsv1.DeploymentSpecArgs{
 		Replicas: pulumi.Int(w.replicas),
 		Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.StringMap{kit.LabelName: pulumi.String(w.name)}},
@@ -123,6 +141,16 @@ func newDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceName str
 		Metadata: meta(w.name, w.namespace, labels),
 		Spec:     dspec,
 	}, append([]pulumi.ResourceOption{pulumi.Parent(parent)}, opts...)...)
+}
+
+// lowPort tells whether a container port is privileged (below 1024).
+func lowPort(ports []Port) bool {
+	for _, p := range ports {
+		if p.Port < 1024 {
+			return true
+		}
+	}
+	return false
 }
 
 // newService exposes app's pods (selected by name) on ports.

@@ -35,6 +35,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 	"github.com/tfrs-io/tfrs-operator/operator"
 	"github.com/tfrs-io/tfrs-operator/server"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -76,6 +77,9 @@ type Env struct {
 	// ServiceAccount's tokens (kubectl create token) may manage the tenants and servers of
 	// its namespace over the API, as RBAC allows, and nothing else.
 	TeamNamespace, TeamServiceAccount string
+
+	// Sources is the source policy of both doors, the operator's and the API's (devSources).
+	Sources *sourcepolicy.Policy
 
 	CP     *controlplane.ControlPlane
 	Engine *engine.Engine
@@ -159,6 +163,10 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 	}
 	runOpts := runner.Options{Kubeconfig: string(kubeconfig)}
 	e.Runner = runner.New(e.Engine, runOpts)
+	// One source policy at every door of this process: the operator checks every spec with
+	// the API's policy, and the programs of both fetch remote overrides through it.
+	e.Sources = devSources(o.Dir)
+	stacks.UseSourceFetcher(&sourcepolicy.Fetcher{Policy: e.Sources, Dir: filepath.Join(e.StateDir, "sources")})
 
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
@@ -181,8 +189,7 @@ func (e *Env) startOperator(ctx context.Context, o Options, run runner.Options, 
 	if err != nil {
 		return err
 	}
-	opts := o.Operator
-	opts.Engine, opts.Run = e.Engine, run
+	opts := operatorOptions(o.Operator, e.Engine, run, e.Sources)
 	if _, err := operator.Setup(ctx, mgr, opts); err != nil {
 		return err
 	}
@@ -210,7 +217,7 @@ func (e *Env) startAPI(ctx context.Context, o Options, log *slog.Logger) error {
 		Kubernetes:    kube,
 		ShutdownGrace: 30 * time.Second,
 		// The demo's examples point at the checkout's offline stand-ins.
-		Sources: devSources(o.Dir),
+		Sources: e.Sources,
 	})
 	l, err := net.Listen("tcp", o.Listen)
 	if err != nil {
@@ -337,10 +344,26 @@ func installCRDs(ctx context.Context, cfg *rest.Config, log *slog.Logger) error 
 	return crd.Apply(ctx, cfg, append(own, defs...))
 }
 
-// devSources is the dev API's source policy: the API's default plus local paths under dir and
+// operatorOptions are the dev operator's options: the caller's tuning, this environment's
+// engine and programs, and the one source policy (an object outside it is refused as an
+// invalid spec, as `tfrs operator` and the API refuse it). A policy the caller set is kept.
+func operatorOptions(o operator.Options, eng *engine.Engine, run runner.Options, sources *sourcepolicy.Policy) operator.Options {
+	o.Engine, o.Run = eng, run
+	if o.Sources == nil {
+		o.Sources = sources
+	}
+	return o
+}
+
+// devSources is the dev API's and the dev operator's source policy: the API's default plus local paths under dir and
 // under the checkout's stand-ins (stacks/testdata), which the demo's examples name.
+//
+// The demo's TFRCluster reads its registry password from a Secret in "default" (where
+// `kubectl apply` of examples/dev puts it), which the API's default would refuse; only a
+// TFRCluster names a Secret, and only a cluster admin may write one.
 func devSources(dir string) *sourcepolicy.Policy {
 	p := server.DefaultSourcePolicy()
 	p.LocalRoots = []string{dir, filepath.Dir(testenv.StandIns("tenant"))}
+	p.SecretNamespaces = append(p.SecretNamespaces, "default")
 	return p
 }

@@ -81,7 +81,7 @@ func tenantAttacks() []attack {
 		{"grafana", `{"rbac":{"namespaced":false,"extraClusterRoleRules":[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]}]}}`, "spec.grafana.values.rbac"},
 		{"grafana", `{"serviceAccount":{"name":"tfrs-applier"}}`, "spec.grafana.values.serviceAccount"},
 		{"grafana", `{"image":{"registry":"evil.example.com","repository":"grafana"}}`, "spec.grafana.values.image"},
-		{"grafana", `{"sidecar":{"image":{"repository":"evil.example.com/sidecar"}}}`, "spec.grafana.values.sidecar.image"},
+		{"grafana", `{"sidecar":{"image":{"repository":"evil.example.com/sidecar"}}}`, "spec.grafana.values.sidecar"},
 		{"grafana", `{"global":{"imageRegistry":"evil.example.com"}}`, "spec.grafana.values.global"},
 		{"grafana", `{"namespaceOverride":"kube-system"}`, "spec.grafana.values.namespaceOverride"},
 		{"grafana", `{"hostNetwork":true}`, "spec.grafana.values.hostNetwork"},

@@ -3,7 +3,11 @@ package crs
 // CNPGV1 is CloudNativePG's Cluster.
 const CNPGV1 = "postgresql.cnpg.io/v1"
 
-// CNPGClusterSpec is a CloudNativePG Cluster.
+// CNPGClusterSpec is a CloudNativePG Cluster. It sets no security context on purpose: CNPG
+// makes every pod Pod Security restricted by default (1.30.0 pkg/specs/pods.go
+// GetPodSecurityContext: runAsNonRoot, postgresUID/GID, seccomp RuntimeDefault;
+// pkg/specs/containers.go GetSecurityContext: no privilege escalation, drop ALL, read-only
+// root), and spec.podSecurityContext would only replace that default.
 type CNPGClusterSpec struct {
 	Instances int         `json:"instances"`
 	ImageName string      `json:"imageName"`

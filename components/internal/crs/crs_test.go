@@ -53,7 +53,7 @@ func cases(t *testing.T) []object {
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, err := routing.RoutingFilterLua(apiHost)
+	route, err := routing.RoutingFilterLua(apiHost, routing.Targets{ReservedPrefixes: []string{"kube-"}, ReservedNames: []string{"istio-system"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 package crs
 
+import "github.com/tfrs-io/tfrs-operator/components/internal/podsec"
+
 // MinIOV2 is the MinIO operator's Tenant.
 const MinIOV2 = "minio.min.io/v2"
 
@@ -29,6 +31,13 @@ type MinIOPool struct {
 	Annotations         map[string]string   `json:"annotations,omitempty"`
 	VolumeClaimTemplate VolumeClaimTemplate `json:"volumeClaimTemplate"`
 	Resources           *Resources          `json:"resources,omitempty"`
+	// SecurityContext is the pool pods' context; ContainerSecurityContext replaces the
+	// operator's for every container of the pod: MinIO, the sidecar and the
+	// validate-arguments init container (operator v7.1.1, poolContainerSecurityContext).
+	// Without them the operator's pods lack seccomp, dropped capabilities and
+	// allowPrivilegeEscalation=false, which Pod Security restricted requires.
+	SecurityContext          *podsec.Pod       `json:"securityContext,omitempty"`
+	ContainerSecurityContext *podsec.Container `json:"containerSecurityContext,omitempty"`
 }
 
 // VolumeClaimTemplate is a PersistentVolumeClaim template.
@@ -85,7 +94,9 @@ func (t MinIOTenant) Tenant() MinIOTenantSpec {
 				Resources:        VolumeResourceRequests{Requests: map[string]string{"storage": t.Size}},
 				StorageClassName: t.StorageClass,
 			}},
-			Resources: t.Resources.orNil(),
+			Resources:                t.Resources.orNil(),
+			SecurityContext:          new(podsec.PodContext(podsec.MinIO)),
+			ContainerSecurityContext: new(podsec.ContainerContext()),
 		}},
 		Configuration: LocalObjectReference{Name: t.ConfigSecret},
 		Buckets:       []LocalObjectReference{{Name: t.Bucket}},

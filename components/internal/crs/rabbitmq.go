@@ -1,5 +1,7 @@
 package crs
 
+import "github.com/tfrs-io/tfrs-operator/components/internal/podsec"
+
 // RabbitMQV1beta1 is the RabbitMQ operators' RabbitmqCluster, Vhost, User and Permission.
 const RabbitMQV1beta1 = "rabbitmq.com/v1beta1"
 
@@ -41,7 +43,41 @@ type StatefulSetSpecOverride struct {
 
 // PodTemplateOverride patches its pod template.
 type PodTemplateOverride struct {
-	Metadata Metadata `json:"metadata"`
+	Metadata Metadata        `json:"metadata"`
+	Spec     PodSpecOverride `json:"spec"`
+}
+
+// PodSpecOverride patches the pod spec (a strategic merge: containers by name).
+type PodSpecOverride struct {
+	SecurityContext podsec.Pod          `json:"securityContext"`
+	InitContainers  []ContainerOverride `json:"initContainers"`
+	Containers      []ContainerOverride `json:"containers"`
+}
+
+// ContainerOverride patches the operator's container of that name.
+type ContainerOverride struct {
+	Name            string           `json:"name"`
+	SecurityContext podsec.Container `json:"securityContext"`
+}
+
+// The containers of the RabbitMQ cluster operator's pods (internal/resource/statefulset.go).
+const (
+	rabbitMQContainer      = "rabbitmq"
+	rabbitMQSetupContainer = "setup-container"
+)
+
+// restrictedRabbitMQPod is Pod Security restricted spelled out over the operator's pod: the
+// pod non-root with the runtime's seccomp profile, its server and setup containers without
+// privilege escalation or capabilities. Operator 2.22.3 already sets exactly these (its user
+// 999, fsGroup 0, are kept: podsec.Operator), so on it the patch changes nothing; it holds
+// the property on an operator version that does not.
+func restrictedRabbitMQPod() PodSpecOverride {
+	c := podsec.ContainerContext()
+	return PodSpecOverride{
+		SecurityContext: podsec.PodContext(podsec.Operator),
+		InitContainers:  []ContainerOverride{{Name: rabbitMQSetupContainer, SecurityContext: c}},
+		Containers:      []ContainerOverride{{Name: rabbitMQContainer, SecurityContext: c}},
+	}
 }
 
 // RabbitMQCluster is what a RabbitmqCluster is made of.
@@ -59,8 +95,11 @@ type RabbitMQCluster struct {
 func (c RabbitMQCluster) Cluster() RabbitmqClusterSpec {
 	return RabbitmqClusterSpec{
 		Replicas: c.Replicas, Image: c.Image,
-		Persistence:      RabbitMQPersistence{Storage: c.Size, StorageClassName: c.StorageClass},
-		Override:         RabbitMQOverride{StatefulSet: StatefulSetOverride{Spec: StatefulSetSpecOverride{Template: PodTemplateOverride{Metadata: Metadata{Annotations: c.PodAnnotations}}}}},
+		Persistence: RabbitMQPersistence{Storage: c.Size, StorageClassName: c.StorageClass},
+		Override: RabbitMQOverride{StatefulSet: StatefulSetOverride{Spec: StatefulSetSpecOverride{Template: PodTemplateOverride{
+			Metadata: Metadata{Annotations: c.PodAnnotations},
+			Spec:     restrictedRabbitMQPod(),
+		}}}},
 		Resources:        c.Resources.orNil(),
 		ImagePullSecrets: pullSecrets(c.PullSecret),
 	}
