@@ -51,6 +51,7 @@ func TestOverridesGoThroughTheFetcher(t *testing.T) {
 		"manifest https://mirror.example.cn/cnpg.yaml",
 		"chart https://mirror.example.cn/istio base 1.30.3",
 		"chart https://mirror.example.cn/istio istiod 1.30.3",
+		"chart https://mirror.example.cn/istio cni 1.30.3",
 	}, f.calls)
 
 	f.err = errors.New("refused by the source policy")

@@ -20,7 +20,7 @@ func TestGraphRenderingsFromTheProgram(t *testing.T) {
 		Edges []struct{ From, To string }
 	}
 	require.NoError(t, json.Unmarshal(js.Bytes(), &parsed))
-	require.Len(t, parsed.Nodes, 12)
+	require.Len(t, parsed.Nodes, 13)
 	require.Contains(t, parsed.Edges, struct{ From, To string }{ClusterCertManager, ClusterIstio})
 	require.Contains(t, js.String(), `"type": "tfrs:cluster:CertManager"`)
 	require.Contains(t, js.String(), `"status": "ready"`)
