@@ -46,7 +46,11 @@ func c0(s *corev1.PodSpec) *corev1.SecurityContext { return s.Containers[0].Secu
 // hostPath, host ports, AppArmor, SELinux, /proc mount, sysctls) and the restricted ones
 // (volume types, privilege escalation, non-root, seccomp, dropping ALL).
 var Mutations = []Mutation{
-	{"privileged", "baseline", func(s *corev1.PodSpec) { c0(s).Privileged = ptr.To(true) }},
+	{"privileged", "baseline", func(s *corev1.PodSpec) {
+		// The API server's own validation refuses privileged with allowPrivilegeEscalation
+		// false (422, before admission), so the probe drops that too, as a real attacker would.
+		c0(s).Privileged, c0(s).AllowPrivilegeEscalation = ptr.To(true), nil
+	}},
 	{"host-pid", "baseline", func(s *corev1.PodSpec) { s.HostPID = true }},
 	{"host-network", "baseline", func(s *corev1.PodSpec) { s.HostNetwork = true }},
 	{"host-ipc", "baseline", func(s *corev1.PodSpec) { s.HostIPC = true }},
