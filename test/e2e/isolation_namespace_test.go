@@ -31,7 +31,30 @@ import (
 func TestIsolationNamespaceOwnership(t *testing.T) {
 	e := newEnv(t, 20*time.Minute)
 	ctx := e.ctx
+	// A stack from before the marker and before the ownership policy: the same Namespace
+	// resource (same URN as the tenant program's), created by the stack, without the
+	// annotation. It exists before the cluster stack installs the policy, as on a cluster
+	// upgraded from a TFRS without marks (UpgradePathAdoptsMarker below).
+	legacy := testenv.Lean(testenv.StandInTenant("team", "legacy", "e2e"))
+	legacyStack, _, err := legacy.OwnStacks()
+	require.NoError(t, err)
+	_, err = e.eng.Up(ctx, engine.Request{Stack: legacyStack, ManagedBy: engine.ManagedByCLI, Config: e.cfg, Program: func(pc *pulumi.Context) error {
+		c := &struct{ pulumi.ResourceState }{}
+		if err := pc.RegisterComponentResource(tenant.NamespaceType, stacks.TenantNamespace, c); err != nil {
+			return err
+		}
+		_, err := k8scorev1.NewNamespace(pc, stacks.TenantNamespace+"-namespace", &k8scorev1.NamespaceArgs{
+			// A label, as every tenant namespace had: the API server keeps no managedFields
+			// entry for a manager that owns no field, and the ownership policy recognises
+			// a legacy object by the provider's entry.
+			Metadata: &k8smetav1.ObjectMetaArgs{Name: pulumi.String("legacy"),
+				Labels: pulumi.StringMap{"istio-injection": pulumi.String("enabled")}}}, pulumi.Parent(c))
+		return err
+	}})
+	require.NoError(t, err)
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have a second's resolution
 	tc, _ := upStandInCluster(ctx, t, e.eng, e.cfg)
+	legacy.Spec.ClusterRef = tc.Name
 	kc, err := e.cp.Client()
 	require.NoError(t, err)
 	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
@@ -85,27 +108,12 @@ func TestIsolationNamespaceOwnership(t *testing.T) {
 	})
 
 	t.Run("UpgradePathAdoptsMarker", func(t *testing.T) {
-		// A stack from before the marker: the same Namespace resource (same URN as the
-		// tenant program's), created by the stack, without the annotation.
-		legacy := testenv.Lean(testenv.StandInTenant("team", "legacy", tc.Name))
-		stack, _, err := legacy.OwnStacks()
-		require.NoError(t, err)
-		_, err = e.eng.Up(ctx, engine.Request{Stack: stack, ManagedBy: engine.ManagedByCLI, Config: e.cfg, Program: func(pc *pulumi.Context) error {
-			c := &struct{ pulumi.ResourceState }{}
-			if err := pc.RegisterComponentResource(tenant.NamespaceType, stacks.TenantNamespace, c); err != nil {
-				return err
-			}
-			_, err := k8scorev1.NewNamespace(pc, stacks.TenantNamespace+"-namespace", &k8scorev1.NamespaceArgs{
-				Metadata: &k8smetav1.ObjectMetaArgs{Name: pulumi.String("legacy")}}, pulumi.Parent(c))
-			return err
-		}})
-		require.NoError(t, err)
 		require.Empty(t, nsMeta(ctx, t, kc, "legacy").Annotations[stacks.AnnotationOwner])
 		before, err := kc.CoreV1().Namespaces().Get(ctx, "legacy", metav1.GetOptions{})
 		require.NoError(t, err)
 		_, err = run.Up(ctx, legacy, op)
 		require.NoError(t, err)
-		require.Equal(t, stack, nsMeta(ctx, t, kc, "legacy").Annotations[stacks.AnnotationOwner])
+		require.Equal(t, legacyStack, nsMeta(ctx, t, kc, "legacy").Annotations[stacks.AnnotationOwner])
 		// The Namespace moved from the default provider to the provisioner (the default one
 		// now impersonates the applier): updated in place, never replaced.
 		after, err := kc.CoreV1().Namespaces().Get(ctx, "legacy", metav1.GetOptions{})
