@@ -193,11 +193,14 @@ func (p *PendingPlan) view(r ref) *OperationPlan {
 // gatedWork is the body of a create or update under spec.approval; rec is the spec record
 // just stored, st the own stack's status (nil: no stack).
 func (s *Server) gatedWork(r ref, obj v1alpha1.Object, op *Operation, st *engine.StackStatus, rec *Record) work {
-	mode := obj.Approval()
-	if !runner.NeedsPlan(mode, hasResources(st)) {
-		return s.upWork(obj, op)
-	}
 	return func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {
+		mode, err := s.run.Approval(ctx, obj) // a personal tenant's: its cluster's
+		if err != nil {
+			return nil, err
+		}
+		if !runner.NeedsPlan(mode, hasResources(st)) {
+			return s.upWork(obj, op)(ctx, sink)
+		}
 		out, err := s.run.Preview(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op), SavePlans: true})
 		if err != nil {
 			return out, err

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"net/http"
 	"strings"
 	"testing"
@@ -247,6 +248,24 @@ func TestManualCreateAwaitsApproval(t *testing.T) {
 	require.Equal(t, StateSucceeded, applied.State, "%+v", applied.Error)
 	w = h.admin(http.MethodGet, tenantsPath+"/globex", nil)
 	require.True(t, decodeJSON[ResourceView](t, w).Status.Ready)
+}
+
+// A personal tenant's runs follow its cluster's spec.personal.approval (Manual here), not
+// its own spec (which validation keeps at the default): its create waits for approval.
+func TestPersonalTenantFollowsClusterApproval(t *testing.T) {
+	h := newHarness(t)
+	h.f.mu.Lock()
+	h.f.personalMode = v1alpha1.ApprovalManual
+	h.f.mu.Unlock()
+	h.f.previewSteps = []engine.Step{configMapStep(engine.StepCreate)}
+	body := tenantBody("personal-alice")
+	body["spec"] = map[string]any{"clusterRef": "dev", "type": "personal", "jobType": "chat"}
+	w := h.admin(http.MethodPost, tenantsPath, body)
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	done := h.waitOperation(decodeJSON[OperationView](t, w).ID)
+	require.Equal(t, StateAwaitingApproval, done.State, "%+v", done.Error)
+	require.Equal(t, PlanReasonManual, done.Plan.Reason)
+	require.Zero(t, h.f.count("Up"))
 }
 
 // OnDataLoss (the default): a PUT whose plan would replace a database waits, with the

@@ -337,6 +337,10 @@ func problemOf(err error) (p Problem, internal bool) {
 	case errors.Is(err, ErrShuttingDown), errors.Is(err, engine.ErrClosed):
 		return newProblem(http.StatusServiceUnavailable, "shutting-down", "Shutting down",
 			"the server is shutting down and starts no new operation; retry on another instance"), false
+	case errors.As(err, &oe) && errors.Is(err, engine.ErrDeadline):
+		// The engine's per-kind deadline (not the request's): Detail names the kind and the
+		// deadline, and is safe to show like any OpError's.
+		return newProblem(http.StatusGatewayTimeout, "deadline-exceeded", "Operation deadline exceeded", clip(oe.Detail, 2000)), false
 	case errors.Is(err, context.DeadlineExceeded):
 		return newProblem(http.StatusGatewayTimeout, "timeout", "Timeout", "the request took too long"), false
 	case errors.Is(err, engine.ErrCanceled):

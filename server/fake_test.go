@@ -38,6 +38,8 @@ type fake struct {
 	previewErr error
 	destroyErr error
 	dependents []string
+	// personalMode, when set, is the approval mode of personal tenants (their cluster's).
+	personalMode v1alpha1.ApprovalMode
 	// gate, when set, holds Up and Destroy until it opens or their context ends.
 	gate *enginetest.Gate
 	// upOutputs are the outputs Up gives the stack.
@@ -253,6 +255,17 @@ func (f *fake) savedPlans(stack string) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// Approval: the object's own mode, or, when the test set one, personalMode for a personal
+// tenant (the runner's reads its cluster stack's spec.personal).
+func (f *fake) Approval(_ context.Context, obj v1alpha1.Object) (v1alpha1.ApprovalMode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if x, ok := obj.(*v1alpha1.TFRTenant); ok && x.Spec.Type == v1alpha1.TenantPersonal && f.personalMode != "" {
+		return f.personalMode, nil
+	}
+	return obj.Approval(), nil
 }
 
 func (f *fake) Dependents(_ context.Context, t kinds.Target) ([]string, error) {

@@ -40,6 +40,8 @@ type Runner interface {
 	Preview(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
 	Destroy(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
 	Dependents(ctx context.Context, t kinds.Target) ([]string, error)
+	// Approval is the approval mode obj's runs follow (a personal tenant's: its cluster's).
+	Approval(ctx context.Context, obj v1alpha1.Object) (v1alpha1.ApprovalMode, error)
 }
 
 // Engine is the read side of *engine.Engine the API needs.

@@ -71,6 +71,9 @@ type ClusterInput struct {
 	// Graph, when set, receives the components as the program registers them (see
 	// ClusterGraph).
 	Graph *Graph
+	// APIServer is where the cluster's API server answers, read by the runner (egress.go);
+	// empty when nothing could read it (rendering, mocks): no tenant pod gets an allow to it.
+	APIServer APIServer
 }
 
 // ClusterGraph runs the cluster program under Pulumi mocks (no engine, no cluster) and returns
@@ -107,6 +110,7 @@ func clusterProgram(ctx *pulumi.Context, in ClusterInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.apiServer = in.APIServer
 	if r := p.registry; r != nil && r.PasswordFrom != nil && program.Rendering(ctx) {
 		// No cluster to read the password Secret from: the rendered pull Secret carries a
 		// placeholder naming it (`tfrs render` says so; --omit-secrets drops the Secret).
@@ -184,8 +188,11 @@ func (c *clusterComponents) steps(ctx *pulumi.Context, spec *v1alpha1.TFRCluster
 func (c *clusterComponents) outputs(spec *v1alpha1.TFRClusterSpec, p *clusterPlan) pulumi.Map {
 	out := newExports((&ClusterOutputs{
 		Domain: spec.Domain, APIHost: cluster.APIHost(spec.Domain), IngressMode: string(spec.Ingress.Mode),
-		ImageRegistry: p.imageMirror, ReservedNamespaces: slices.Sorted(slices.Values(spec.ReservedNamespaces)),
+		ImageRegistry: p.imageMirror, ReservedNamespaces: reservedOutput(spec, p),
 		Personal: p.personal, Tenancy: tenancyOutput(&spec.Tenancy),
+		Egress:                     egressOutputOf(&spec.Egress, p.apiServer),
+		TenantPullSecretsNamespace: OptionalString(p.tenantPullSecrets),
+		PullSecretName:             p.tenantPullSecretName,
 	}).fields())
 	if i := c.ingress; i != nil {
 		out.set(ClusterOutputIngressAddress, i.Address)
@@ -225,6 +232,10 @@ type clusterPlan struct {
 	rabbitmq       *cluster.RabbitMQOperatorArgs
 	registry       *cluster.ImageRegistryArgs // nil: no credentials, no pull Secret
 	personal       OptionalString             // spec.personal as JSON (personal_middleware.go)
+	apiServer      APIServer                  // the input's (egress.go)
+	// tenantPullSecrets is spec.imageRegistry.tenantCredentialsNamespace and
+	// tenantPullSecretName the pull Secret's name in tenant namespaces (shared or own).
+	tenantPullSecrets, tenantPullSecretName string
 }
 
 func planCluster(tc *v1alpha1.TFRCluster) (*clusterPlan, error) {
@@ -306,6 +317,9 @@ func planCluster(tc *v1alpha1.TFRCluster) (*clusterPlan, error) {
 	p.minio = &cluster.MinIOOperatorArgs{Chart: minio[0]}
 	p.rabbitmq = &cluster.RabbitMQOperatorArgs{ClusterOperator: rabbit[0], TopologyOperator: rabbit[1], Images: rewrite}
 
+	if r := s.ImageRegistry; r != nil {
+		p.tenantPullSecrets, p.tenantPullSecretName = r.TenantCredentialsNamespace, r.TenantPullSecretName()
+	}
 	if r := s.ImageRegistry; r != nil && r.Credentials != nil {
 		c := r.Credentials
 		p.registry = &cluster.ImageRegistryArgs{
@@ -317,4 +331,15 @@ func planCluster(tc *v1alpha1.TFRCluster) (*clusterPlan, error) {
 		}
 	}
 	return p, nil
+}
+
+// reservedOutput is ClusterOutputReservedNamespaces: the spec's reserved namespaces and the
+// per-tenant pull credentials' namespace, which a tenant that took it could read.
+func reservedOutput(spec *v1alpha1.TFRClusterSpec, p *clusterPlan) []string {
+	out := slices.Clone(spec.ReservedNamespaces)
+	if p.tenantPullSecrets != "" {
+		out = append(out, p.tenantPullSecrets)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

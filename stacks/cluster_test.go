@@ -244,6 +244,9 @@ func TestClusterEveryComponentPerIngressMode(t *testing.T) {
 				ClusterOutputReservedNamespaces:    []string{},
 				ClusterOutputPersonal:              defaultPersonalJSON(t),
 				ClusterOutputTenancy:               "{}", // no spec.tenancy: the built-in policy (tenancy.go)
+				// No spec.egress and, under mocks, no API server read (egress.go).
+				ClusterOutputEgress:                     `{"spec":{},"apiServer":{}}`,
+				ClusterOutputTenantPullSecretsNamespace: "",
 			})
 		})
 	}

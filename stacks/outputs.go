@@ -291,6 +291,13 @@ const (
 	// ClusterOutputTenancy is the TFRCluster's spec.tenancy as JSON: its tenants' classes and
 	// namespace policy (TenantCluster.Tenancy, tenancy.go).
 	ClusterOutputTenancy = "tenancy"
+	// ClusterOutputEgress is the TFRCluster's spec.egress and the API server's addresses as
+	// JSON: its tenant namespaces' egress policy (TenantCluster.EgressPolicy, egress.go).
+	ClusterOutputEgress = "egress"
+	// ClusterOutputTenantPullSecretsNamespace is the TFRCluster's
+	// spec.imageRegistry.tenantCredentialsNamespace: where each tenant namespace's own pull
+	// credential is ("" when they share the cluster's).
+	ClusterOutputTenantPullSecretsNamespace = "tenantPullSecretsNamespace"
 )
 
 // ClusterOutputs are the cluster stack's outputs, typed. The program exports the values it
@@ -306,6 +313,8 @@ type ClusterOutputs struct {
 	ReservedNamespaces                           []string
 	Personal                                     OptionalString
 	Tenancy                                      OptionalString
+	Egress                                       OptionalString
+	TenantPullSecretsNamespace                   OptionalString
 }
 
 func (o *ClusterOutputs) fields() outputTable {
@@ -320,6 +329,7 @@ func (o *ClusterOutputs) fields() outputTable {
 		bind(ClusterOutputRabbitMQOperatorReady, &o.RabbitMQOperatorReady),
 		bind(ClusterOutputReservedNamespaces, &o.ReservedNamespaces),
 		bind(ClusterOutputPersonal, &o.Personal), bind(ClusterOutputTenancy, &o.Tenancy),
+		bind(ClusterOutputEgress, &o.Egress), bind(ClusterOutputTenantPullSecretsNamespace, &o.TenantPullSecretsNamespace),
 	}
 }
 
@@ -348,6 +358,13 @@ type TenantCluster struct {
 	// Tenancy is the cluster's spec.tenancy as JSON ("" from a cluster stack made before the
 	// output existed: the built-in policy); see TenantCluster.TenancyPolicy.
 	Tenancy OptionalString
+	// Egress is the cluster's egress policy as JSON ("" from a cluster stack made before the
+	// output existed: egress stays open); see TenantCluster.EgressPolicy.
+	Egress OptionalString
+	// TenantPullSecretsNamespace, when set, holds each tenant namespace's own pull
+	// credential (a Secret named after the namespace), copied as PullSecretName instead of
+	// DockerConfigJSON.
+	TenantPullSecretsNamespace OptionalString
 }
 
 func (c *TenantCluster) fields() outputTable {
@@ -355,7 +372,8 @@ func (c *TenantCluster) fields() outputTable {
 		bind(ClusterOutputPullSecretName, &c.PullSecretName), bind(ClusterOutputDockerConfigJSON, &c.DockerConfigJSON),
 		bind(ClusterOutputImageRegistry, &c.ImageRegistry), bind(ClusterOutputRabbitMQOperatorReady, &c.RabbitMQOperatorReady),
 		bind(ClusterOutputReservedNamespaces, &c.ReservedNamespaces), bind(ClusterOutputPersonal, &c.Personal),
-		bind(ClusterOutputTenancy, &c.Tenancy),
+		bind(ClusterOutputTenancy, &c.Tenancy), bind(ClusterOutputEgress, &c.Egress),
+		bind(ClusterOutputTenantPullSecretsNamespace, &c.TenantPullSecretsNamespace),
 	}
 }
 

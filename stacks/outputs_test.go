@@ -88,8 +88,9 @@ func TestClusterOutputKeys(t *testing.T) {
 		check(t, k+" secret", secret, k == ClusterOutputDockerConfigJSON)
 	}
 	tenantKeys := TenantClusterKeys()
-	check(t, "tenant keys", sortedNames(tenantKeys), []string{ClusterOutputDockerConfigJSON, ClusterOutputImageRegistry,
-		ClusterOutputPersonal, ClusterOutputPullSecretName, ClusterOutputRabbitMQOperatorReady, ClusterOutputReservedNamespaces, ClusterOutputTenancy})
+	check(t, "tenant keys", sortedNames(tenantKeys), []string{ClusterOutputDockerConfigJSON, ClusterOutputEgress, ClusterOutputImageRegistry,
+		ClusterOutputPersonal, ClusterOutputPullSecretName, ClusterOutputRabbitMQOperatorReady, ClusterOutputReservedNamespaces, ClusterOutputTenancy,
+		ClusterOutputTenantPullSecretsNamespace})
 	for k, secret := range tenantKeys {
 		check(t, k+" secret (tenant)", secret, keys[k])
 	}

@@ -204,9 +204,4 @@ func OwnershipArgs(pullSecret string) *cluster.OwnershipArgs {
 }
 
 // pullSecretName is the pull Secret tenant namespaces hold ("" without registry credentials).
-func (p *clusterPlan) pullSecretName() string {
-	if p.registry == nil {
-		return ""
-	}
-	return p.registry.SecretName
-}
+func (p *clusterPlan) pullSecretName() string { return p.tenantPullSecretName }

@@ -36,9 +36,11 @@ import (
 
 // PersonalCacheSubPath is the directory of the job type's shared-cache volume that a personal
 // robot mounts (at the tenant's cache dir, where TFS_ROBOT__DOC_EXTRACTED_IMAGES_DIR points):
-// its own, named by its robot type and id, so robots of different owners never see or write
-// each other's files. An enterprise tenant's robots share the whole volume: one owner.
-func PersonalCacheSubPath(r server.Robot) string { return "robots/" + r.Name() }
+// its own, named by its data name (robot type and id, and its owner's hash), so robots never
+// see or write each other's files, and a robot that reuses a deleted robot's id under another
+// owner starts in an empty directory. An enterprise tenant's robots share the whole volume:
+// one owner.
+func PersonalCacheSubPath(r server.Robot) string { return "robots/" + r.DataName() }
 
 // PersonalSharedStack names the stack that owns the namespace and middleware shared by the
 // personal tenants of jobType (the rule is stackname.PersonalShared).

@@ -18,8 +18,9 @@ func TestPersonalRobotCacheSubPath(t *testing.T) {
 		s := newServer(func(s *v1alpha1.TFRServerSpec) { s.RobotID = id })
 		s.Name = id
 		r := runServer(t, ServerInput{Server: s, Tenant: to})
-		want := "robots/chat-" + id
-		check(t, id+" sub path", PersonalCacheSubPath(server.Robot{Namespace: to.Namespace, ID: id, Type: "chat"}), want)
+		rb := server.Robot{Namespace: to.Namespace, ID: id, Type: "chat", DataOwner: "tenant.tfrs-system.acme"}
+		want := "robots/" + rb.DataName()
+		check(t, id+" sub path", PersonalCacheSubPath(rb), want)
 		for _, dep := range []string{ServerAPIWorker + "-deployment", ServerRobotWorker + "-deployment"} {
 			c := podSpec(t, r, "kubernetes:apps/v1:Deployment", dep)["containers"].([]any)[0].(map[string]any)
 			var mount map[string]any

@@ -147,7 +147,11 @@ func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := planServer(s, in.Tenant)
+	owner, err := robotDataOwner(ctx, s, in.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	p, err := planServer(s, in.Tenant, owner)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +177,7 @@ type serverPlan struct {
 	sharedCache *server.SharedCache
 }
 
-func planServer(s *v1alpha1.TFRServer, t TenantOutputs) (*serverPlan, error) {
+func planServer(s *v1alpha1.TFRServer, t TenantOutputs, dataOwner string) (*serverPlan, error) {
 	p := &serverPlan{t: t, skipped: map[string]string{}}
 	switch v1alpha1.TenantType(t.TenantType) {
 	case v1alpha1.TenantEnterprise:
@@ -193,7 +197,7 @@ func planServer(s *v1alpha1.TFRServer, t TenantOutputs) (*serverPlan, error) {
 	if t.PostgresPort <= 0 || t.RedisPort <= 0 || t.RabbitMQPort <= 0 || t.MinIOPort <= 0 {
 		return nil, fmt.Errorf("server %q: the tenant's outputs have a middleware port <= 0", s.Name)
 	}
-	p.robot = server.Robot{Namespace: t.Namespace, ID: s.Spec.RobotID, Type: s.Spec.RobotType}
+	p.robot = server.Robot{Namespace: t.Namespace, ID: s.Spec.RobotID, Type: s.Spec.RobotType, DataOwner: dataOwner}
 	if err := p.robot.Validate(); err != nil {
 		return nil, fmt.Errorf("server %q: %w", s.Name, err)
 	}
@@ -223,6 +227,42 @@ func planServer(s *v1alpha1.TFRServer, t TenantOutputs) (*serverPlan, error) {
 	return p, nil
 }
 
+// CredentialRobotDataNames marks a personal robot's stack whose data is named after its owner
+// (server.Robot.DataOwner). Its value is never used: its presence in the state is the mark.
+const CredentialRobotDataNames = "robot-data-names"
+
+// robotCredentialNames are the credentials every personal robot's stack has held since its
+// first run.
+var robotCredentialNames = []string{CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword, CredentialRobotMinIOSecretKey, CredentialRobotRedisPassword}
+
+// robotDataOwner is server.Robot.DataOwner for s: "" for an enterprise robot (its data is
+// its tenant's, named by the tenant's outputs); for a personal robot its tenant's stack,
+// "tenant.<namespace>.<tenantRef>", the personal TFRTenant that owns it for life.
+//
+// Upgrade. A personal robot's stack that ran before owner-named data (its state holds the
+// robot's credentials but not CredentialRobotDataNames) keeps the legacy names "{robot}…"
+// for its whole life: its schema, bucket, vhost, Redis keys and cache directory stay where
+// they are. Every other stack names its data after the owner and records the mark on its
+// first run, so the choice never changes under a stack. A legacy robot's data left behind
+// by a destroyed stack is under names no new stack produces (every new data name ends with
+// the owner hash), so a reused robot id does not inherit it either.
+func robotDataOwner(ctx *pulumi.Context, s *v1alpha1.TFRServer, t TenantOutputs) (string, error) {
+	if s == nil || v1alpha1.TenantType(t.TenantType) != v1alpha1.TenantPersonal {
+		return "", nil
+	}
+	if !program.Remembered(ctx, CredentialRobotDataNames) && slices.ContainsFunc(robotCredentialNames, func(n string) bool { return program.Remembered(ctx, n) }) {
+		return "", nil
+	}
+	owner, err := stackname.Tenant(s.Namespace, s.Spec.TenantRef)
+	if err != nil {
+		return "", fmt.Errorf("server %q: spec.tenantRef: %w", s.Name, err)
+	}
+	if _, err := program.Credential(ctx, CredentialRobotDataNames); err != nil {
+		return "", err
+	}
+	return owner, nil
+}
+
 // robotCredentials are the secrets the robot's Confz and Jobs carry: a personal robot's own,
 // generated once, or an enterprise tenant's.
 type robotCredentials struct {
@@ -247,8 +287,8 @@ func (p *serverPlan) credentials(ctx *pulumi.Context) (*robotCredentials, error)
 	}
 	c := &robotCredentials{
 		postgresUser: r.Schema(), rabbitmqUser: r.VHost(), rabbitmqVHost: r.VHost(),
-		minioKey: pulumi.ToSecret(pulumi.String(r.Name())).(pulumi.StringOutput), bucket: r.Bucket(),
-		redisUser: r.Name(),
+		minioKey: pulumi.ToSecret(pulumi.String(r.MinIOUser())).(pulumi.StringOutput), bucket: r.Bucket(),
+		redisUser: r.RedisUser(),
 	}
 	for name, dst := range map[string]*pulumi.StringOutput{
 		CredentialRobotPostgresPassword: &c.postgres,
@@ -361,7 +401,7 @@ func (r *serverRegistrar) steps() []step {
 			return r.config, err
 		}},
 		{ServerConfz, server.ConfzType, "", func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
-			args := &server.ConfzArgs{Robot: rb, TOML: r.toml}
+			args := &server.ConfzArgs{Robot: rb, TOML: r.toml, Isolate: p.personal}
 			if p.personal {
 				args.Broker = &server.BrokerArgs{Cluster: tenant.RabbitMQCluster, VHost: creds.rabbitmqVHost, User: creds.rabbitmqUser, Password: creds.rabbitmq}
 				args.RedisUser = &server.RedisUserArgs{User: creds.redisUser, Prefix: rb.RedisKeyPrefix(), Password: creds.redis}
@@ -387,7 +427,7 @@ func (r *serverRegistrar) steps() []step {
 				Bucket: creds.bucket, PullSecret: pull,
 			}
 			if p.personal {
-				args.User = &server.MinIOUser{AccessKey: rb.Name(), SecretKey: creds.minioSecret}
+				args.User = &server.MinIOUser{AccessKey: rb.MinIOUser(), SecretKey: creds.minioSecret}
 			}
 			return server.NewMinIOInit(ctx, ServerMinIOInit, args, o...)
 		}},

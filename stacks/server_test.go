@@ -45,6 +45,12 @@ func runServerErr(in ServerInput) (*serverRun, error) {
 // runServerKeyed runs the program with key as the stack's content-hash key (read back from
 // its state, as the engine binds it).
 func runServerKeyed(in ServerInput, key string) (*serverRun, error) {
+	return runServerState(in, map[string]string{CredentialContentHashKey: key})
+}
+
+// runServerState runs the program with state, the credentials its stack's state holds
+// (read back and bound by the engine before a run).
+func runServerState(in ServerInput, state map[string]string) (*serverRun, error) {
 	m := &recordingMocks{stack: "server.tfrs-system.test", prefix: "tfrs:server:"}
 	run := &serverRun{m: m, g: &Graph{}}
 	in.Graph = run.g
@@ -60,7 +66,7 @@ func runServerKeyed(in ServerInput, key string) (*serverRun, error) {
 		all = outs.ToMapOutput()
 		values = pulumitest.Collect[map[string]any](all)
 		return nil
-	}, map[string]string{CredentialContentHashKey: key}, nil, nil), pulumi.WithMocks(tenantTestProject, m.stack, m))
+	}, state, nil, nil), pulumi.WithMocks(tenantTestProject, m.stack, m))
 	if err != nil {
 		return run, err
 	}
@@ -319,7 +325,7 @@ func TestServerPersonal(t *testing.T) {
 		s := newServer(func(s *v1alpha1.TFRServerSpec) { s.RobotID = id })
 		s.Name = id
 		r := runServer(t, ServerInput{Server: s, Tenant: to})
-		robot := server.Robot{Namespace: "personal-chat", ID: id, Type: "chat"}
+		robot := server.Robot{Namespace: "personal-chat", ID: id, Type: "chat", DataOwner: "tenant.tfrs-system.acme"}
 		check(t, id+" edges", r.m.edges(), wantServerEdges())
 
 		// Its own credentials, generated once per server stack.
@@ -328,7 +334,7 @@ func TestServerPersonal(t *testing.T) {
 			creds = append(creds, c.Name)
 		}
 		sort.Strings(creds)
-		check(t, id+" credentials", creds, []string{CredentialContentHashKey, CredentialRobotMinIOSecretKey, CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword, CredentialRobotRedisPassword})
+		check(t, id+" credentials", creds, []string{CredentialContentHashKey, CredentialRobotDataNames, CredentialRobotMinIOSecretKey, CredentialRobotPostgresPassword, CredentialRobotRabbitMQPassword, CredentialRobotRedisPassword})
 
 		// Its Confz points at its own role and schema, vhost and user, bucket and user, and
 		// Redis key prefix, and holds none of the tenant's own passwords.
@@ -336,7 +342,7 @@ func TestServerPersonal(t *testing.T) {
 		pg := cz["postgresql"].(map[string]any)
 		check(t, id+" pg", []any{pg["user"], pg["schema"], pg["dbname"], pg["host"]}, []any{robot.Schema(), robot.Schema(), to.PostgresDatabase, to.PostgresHost})
 		check(t, id+" redis prefix", dig(t, cz, "redis", "key_prefix"), robot.RedisKeyPrefix())
-		check(t, id+" redis user", dig(t, cz, "redis", "username"), robot.Name())
+		check(t, id+" redis user", dig(t, cz, "redis", "username"), robot.RedisUser())
 		robotRedis := dig(t, cz, "redis", "password").(string)
 		if robotRedis == "" || robotRedis == to.RedisPassword.Reveal() {
 			t.Errorf("%s: the robot logs into Redis with the tenant's password", id)
@@ -348,21 +354,21 @@ func TestServerPersonal(t *testing.T) {
 			t.Errorf("%s: the Redis ACL line is not secret in the state", id)
 		}
 		pdata := dig(t, plainInputs(patch.Inputs), "data").(map[string]any)
-		check(t, id+" acl key", sortedNames(pdata), []string{robot.Name() + ".acl"})
-		line, err := base64.StdEncoding.DecodeString(pdata[robot.Name()+".acl"].(string))
+		check(t, id+" acl key", sortedNames(pdata), []string{robot.RedisUser() + ".acl"})
+		line, err := base64.StdEncoding.DecodeString(pdata[robot.RedisUser()+".acl"].(string))
 		if err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256([]byte(robotRedis))
 		// The command rules are an allowlist (kit.RedisRobotCommands, tested against the
 		// pinned Redis command table in components/internal/kit).
-		aclHead := "user " + robot.Name() + " on #" + hex.EncodeToString(sum[:]) + " ~" + robot.RedisKeyPrefix() + "* &" + robot.RedisKeyPrefix() + "* -@all "
+		aclHead := "user " + robot.RedisUser() + " on #" + hex.EncodeToString(sum[:]) + " ~" + robot.RedisKeyPrefix() + "* &" + robot.RedisKeyPrefix() + "* -@all "
 		if !strings.HasPrefix(string(line), aclHead) || !strings.HasSuffix(string(line), " -@admin -@dangerous -@scripting\n") {
 			t.Errorf("%s acl line = %q, want %q… -@scripting", id, line, aclHead)
 		}
 		check(t, id+" acl secret", dig(t, plainInputs(patch.Inputs), "metadata"), map[string]any{"name": "redis-acl", "namespace": "personal-chat"})
 		cos := cz["cos"].(map[string]any)
-		check(t, id+" cos", []any{cos["access_key"], cos["bucket"]}, []any{robot.Name(), robot.Bucket()})
+		check(t, id+" cos", []any{cos["access_key"], cos["bucket"]}, []any{robot.MinIOUser(), robot.Bucket()})
 		broker := dig(t, cz, "celery", "broker_url").(string)
 		if !strings.HasPrefix(broker, "amqp://"+robot.VHost()+":") || !strings.HasSuffix(broker, "@"+to.RabbitMQHost+":5672/"+robot.VHost()) {
 			t.Errorf("%s broker %s", id, broker)
@@ -385,12 +391,12 @@ func TestServerPersonal(t *testing.T) {
 		init := job["initContainers"].([]any)[0]
 		check(t, id+" psql login", []string{envOf(init)["PGUSER"], envOf(init)["PGDATABASE"]}, []string{to.PostgresUser, to.PostgresDatabase})
 		mc := podSpec(t, r, "kubernetes:batch/v1:Job", ServerMinIOInit+"-job")["containers"].([]any)[0]
-		check(t, id+" minio user", []string{envOf(mc)["ROBOT_USER"], envOf(mc)["BUCKET"]}, []string{robot.Name(), robot.Bucket()})
+		check(t, id+" minio user", []string{envOf(mc)["ROBOT_USER"], envOf(mc)["BUCKET"]}, []string{robot.MinIOUser(), robot.Bucket()})
 		api := podSpec(t, r, "kubernetes:apps/v1:Deployment", ServerAPIWorker+"-deployment")["containers"].([]any)[0]
 		check(t, id+" schema env", envOf(api)[server.DBSchemaEnv], robot.Schema())
 
 		// Only the gateway, for this robot's X-TF-RobotId, reaches its API pods.
-		ap := plainInputs(r.m.find(t, "kubernetes:security.istio.io/v1:AuthorizationPolicy", "").Inputs)
+		ap := plainInputs(r.m.find(t, "kubernetes:security.istio.io/v1:AuthorizationPolicy", ServerAPIWorker+"-authorization-policy").Inputs)
 		check(t, id+" policy action", dig(t, ap, "spec", "action"), "DENY")
 		check(t, id+" policy rules", dig(t, ap, "spec", "rules"), []any{
 			map[string]any{"from": []any{map[string]any{"source": map[string]any{"notPrincipals": []any{ServerGatewayPrincipal}}}}},

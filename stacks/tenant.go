@@ -207,6 +207,7 @@ type tenantPlan struct {
 	retainNamespace bool
 	pullSecret      *TenantCluster // nil: no pull Secret
 	quota           *tenant.Quota  // the namespace's class (tenancy.go)
+	egress          *tenant.Egress // the cluster's egress policy (egress.go); nil: open
 	images          tenant.Images
 	jaeger          tenant.ChartRef
 	grafana         tenant.ChartRef
@@ -223,7 +224,7 @@ func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {
 		p.labels[LabelTenant] = t.Name
 	}
 	if c.PullSecretName != "" {
-		if c.DockerConfigJSON == "" {
+		if c.DockerConfigJSON == "" && c.TenantPullSecretsNamespace == "" {
 			return nil, fmt.Errorf("cluster pull secret %q comes without its dockerconfigjson", c.PullSecretName)
 		}
 		cc := c
@@ -242,6 +243,9 @@ func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {
 		return nil, err
 	}
 	p.jaeger, p.grafana = jaeger[0], grafana[0]
+	if p.egress, err = c.EgressPolicy(); err != nil {
+		return nil, err
+	}
 	if p.quota, err = tenantQuota(t, c); err != nil {
 		return nil, err
 	}

@@ -76,12 +76,19 @@ func (r *tenantRegistrar) steps() []step {
 func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 	p := r.p
 	args := &tenant.NamespaceArgs{
-		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace, Quota: p.quota,
+		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace, Quota: p.quota, Egress: p.egress,
 		Annotations:       map[string]string{AnnotationOwner: p.owner},
 		AllowedNamespaces: clusterns.Trusted(), // the mesh trusts names: the reserved ones (see clusterns)
 	}
 	if c := p.pullSecret; c != nil {
 		args.PullSecret = &tenant.PullSecret{Name: c.PullSecretName, DockerConfigJSON: secretOf(c.DockerConfigJSON)}
+		if from := string(c.TenantPullSecretsNamespace); from != "" {
+			// The namespace's own credential, which the admin keeps named after it.
+			args.PullSecret = &tenant.PullSecret{Name: c.PullSecretName, From: &tenant.SecretRef{Namespace: from, Name: p.namespace}}
+			if program.Rendering(r.ctx) {
+				args.PullSecret.From, args.PullSecret.DockerConfigJSON = nil, pulumi.String(program.RenderPlaceholder("Secret "+from+"/"+p.namespace))
+			}
+		}
 	}
 	if program.Applying(r.ctx) {
 		prov, err := program.Provisioner(r.ctx)

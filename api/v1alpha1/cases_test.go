@@ -164,6 +164,24 @@ func validationCases() []validationCase {
 		{name: "cluster/values-not-object", obj: newCluster(func(c *TFRCluster) {
 			c.Spec.IstioIngress.Values = &apiextensionsv1.JSON{Raw: []byte(`["a"]`)}
 		}), fields: []string{"spec.istioIngress.values"}},
+		{name: "cluster/egress-full", obj: newCluster(func(c *TFRCluster) {
+			c.Spec.Egress = EgressSpec{PublicInternet: PublicInternetDeny,
+				AllowedCIDRs: []string{"10.20.0.0/16", "2001:db8::/32", "169.254.20.10/32"}, BlockedCIDRs: []string{"34.0.0.0/8"},
+				DNS: &EgressDNS{Namespace: "openshift-dns", PodLabels: map[string]string{"dns.operator.openshift.io/daemonset-dns": "default"}, Port: 5353}}
+		})},
+		{name: "cluster/egress-unknown-mode", obj: newCluster(func(c *TFRCluster) { c.Spec.Egress.PublicInternet = "Sometimes" }),
+			fields: []string{"spec.egress.publicInternet"}},
+		{name: "cluster/egress-host-bits", obj: newCluster(func(c *TFRCluster) { c.Spec.Egress.AllowedCIDRs = []string{"10.0.0.1/8"} }),
+			fields: []string{"spec.egress.allowedCIDRs[0]"}, detail: "must be a network address: 10.0.0.0/8"},
+		{name: "cluster/egress-not-a-cidr", obj: newCluster(func(c *TFRCluster) { c.Spec.Egress.AllowedCIDRs = []string{"169.254.169.254"} }),
+			fields: []string{"spec.egress.allowedCIDRs[0]"}},
+		{name: "cluster/egress-mapped", obj: newCluster(func(c *TFRCluster) { c.Spec.Egress.AllowedCIDRs = []string{"::ffff:10.0.0.0/104"} }),
+			fields: []string{"spec.egress.allowedCIDRs[0]"}, detail: "IPv4-mapped"},
+		{name: "cluster/egress-block-everything", obj: newCluster(func(c *TFRCluster) { c.Spec.Egress.BlockedCIDRs = []string{"0.0.0.0/0"} }),
+			fields: []string{"spec.egress.blockedCIDRs[0]"}, detail: "publicInternet: Deny"},
+		{name: "cluster/egress-dns-without-labels", obj: newCluster(func(c *TFRCluster) {
+			c.Spec.Egress.DNS = &EgressDNS{Namespace: "kube-system"}
+		}), fields: []string{"spec.egress.dns.podLabels"}},
 
 		// TFRTenant
 		{name: "tenant/enterprise-minimal", obj: newTenant()},

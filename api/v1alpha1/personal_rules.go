@@ -145,8 +145,15 @@ func personalSettingsErrors(t *TFRTenant) field.ErrorList {
 func PersonalGate(c *TFRCluster) (ApprovalMode, DriftDetectionSpec) {
 	var p PersonalSpec
 	if c != nil {
-		p = *c.Spec.Personal.DeepCopy()
+		p = c.Spec.Personal
 	}
+	return p.Gate()
+}
+
+// Gate is the approval mode and drift check of the personal tenants under p (a cluster's
+// spec.personal), defaulted.
+func (p PersonalSpec) Gate() (ApprovalMode, DriftDetectionSpec) {
+	p = *p.DeepCopy()
 	p.Approval.Default()
 	p.DriftDetection.Default()
 	return p.Approval.Effective(), p.DriftDetection

@@ -145,9 +145,35 @@ type ImageRegistrySpec struct {
 	Registry string `json:"registry,omitempty"`
 
 	// Credentials of the registry, turned into a kubernetes.io/dockerconfigjson Secret
-	// "{name}-pull-secret" shared with every tenant namespace.
+	// "{name}-pull-secret" shared with every tenant namespace (unless
+	// tenantCredentialsNamespace gives each its own).
 	// +optional
 	Credentials *RegistryCredentials `json:"credentials,omitempty"`
+
+	// TenantCredentialsNamespace gives every tenant namespace its own pull credential
+	// instead of the shared one: the admin keeps, in this namespace, one
+	// kubernetes.io/dockerconfigjson Secret per tenant namespace, named after it (a pull-only
+	// token per tenant). Each tenant stack copies its own, as "{credentials.name}-pull-secret"
+	// ("registry-pull-secret" without credentials); a tenant whose Secret is missing fails its
+	// up, naming it. No tenant may take this namespace.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	TenantCredentialsNamespace string `json:"tenantCredentialsNamespace,omitempty"`
+}
+
+// TenantPullSecretName is the pull Secret's name in tenant namespaces ("" for none): the
+// shared credentials' Secret, or, with per-tenant credentials only, the default name.
+func (in *ImageRegistrySpec) TenantPullSecretName() string {
+	switch {
+	case in == nil:
+		return ""
+	case in.Credentials != nil:
+		return in.Credentials.PullSecretName()
+	case in.TenantCredentialsNamespace != "":
+		return (&RegistryCredentials{}).PullSecretName()
+	}
+	return ""
 }
 
 // RegistryCredentials log in to an image registry. Exactly one of password and
@@ -282,6 +308,12 @@ type TFRClusterSpec struct {
 	// class, no priority classes, any namespace that is not reserved (tenancy_types.go).
 	// +optional
 	Tenancy TenancySpec `json:"tenancy,omitempty"`
+
+	// Egress is where tenant pods may open connections, on top of their own namespace, DNS,
+	// the mesh, the ingress gateway and (for the middleware that needs it) the API server.
+	// Unset: public internet addresses, nothing else (egress_types.go).
+	// +optional
+	Egress EgressSpec `json:"egress,omitempty"`
 }
 
 // TFRClusterStatus is the observed state of a TFRCluster.

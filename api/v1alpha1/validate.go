@@ -141,6 +141,7 @@ func (x *TFRCluster) Validate() field.ErrorList {
 	if r := s.ImageRegistry; r != nil {
 		rp := p.Child("imageRegistry")
 		errs = append(errs, str(rp.Child("registry"), r.Registry, optional, 1, 253, reRegistry)...)
+		errs = append(errs, str(rp.Child("tenantCredentialsNamespace"), r.TenantCredentialsNamespace, optional, 1, MaxNameLength, reDNSLabel)...)
 		if cr := r.Credentials; cr != nil {
 			cp := rp.Child("credentials")
 			errs = append(errs, str(cp.Child("name"), cr.Name, optional, 0, 50, reDNSLabel)...)
@@ -174,6 +175,7 @@ func (x *TFRCluster) Validate() field.ErrorList {
 	}
 	errs = append(errs, s.Personal.validate(p.Child("personal"))...)            // personal_rules.go
 	errs = append(errs, s.Tenancy.validate(p.Child("tenancy"), &s.Personal)...) // tenancy.go
+	errs = append(errs, s.Egress.validate(p.Child("egress"))...)                // egress.go
 	return errs
 }
 

@@ -23,6 +23,8 @@ type stackFlags struct {
 	backend, stateDir, secretsProvider, passphraseFile string
 	allowEmptyPassphrase                               bool
 	parallel, historyLimit                             int
+	parallelPerNamespace                               int    // fair share (stacks/engine/fairshare.go)
+	deadlines                                          string // --deadline, e.g. up=45m,preview=10m
 	kubeconfig, kubeContext                            string
 	readOnly                                           bool                    // preview --read-only (stackcmds.go)
 	extra                                              []func(*engine.Options) // the untrusted mode's (untrusted.go)
@@ -35,6 +37,8 @@ func (f *stackFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.passphraseFile, "passphrase-file", "", "file holding the state passphrase (default: env TFRS_PASSPHRASE, TFRS_PASSPHRASE_FILE)")
 	fs.BoolVar(&f.allowEmptyPassphrase, "allow-empty-passphrase", os.Getenv("TFRS_ALLOW_EMPTY_PASSPHRASE") == "true", "development only: accept an empty passphrase (secrets in the state are then not protected)")
 	fs.IntVar(&f.parallel, "parallel", 4, "operations running at once across all stacks")
+	fs.IntVar(&f.parallelPerNamespace, "parallel-per-namespace", 0, "operations of one namespace running at once (the platform's own stacks count as one); 0: --parallel minus 1, so no namespace ever holds every slot")
+	fs.StringVar(&f.deadlines, "deadline", "", "how long one operation may run, per kind: e.g. up=45m,preview=10m (kinds up, destroy, refresh, preview, remove, outputs, status, list; default up and destroy 30m, refresh and preview 15m, the rest 5m)")
 	fs.IntVar(&f.historyLimit, "history-limit", engine.DefaultHistoryLimit, "updates of history and checkpoint backups kept per stack in the backend (negative: keep all)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file the programs apply to (env KUBECONFIG; empty: in-cluster config)")
 	fs.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
@@ -45,11 +49,19 @@ func (f *stackFlags) engine(ctx context.Context, extra ...func(*engine.Options))
 	if f.parallel < 1 {
 		return nil, fmt.Errorf("%w: --parallel must be at least 1, got %d", errUsage, f.parallel)
 	}
+	if f.parallelPerNamespace < 0 || f.parallelPerNamespace > f.parallel {
+		return nil, fmt.Errorf("%w: --parallel-per-namespace must be between 1 and --parallel (%d), or 0 for the default, got %d", errUsage, f.parallel, f.parallelPerNamespace)
+	}
+	deadlines, err := engine.ParseDeadlines(f.deadlines)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --deadline %v", errUsage, err)
+	}
 	o := engine.Options{
 		BackendURL: f.backend, StateDir: f.stateDir, SecretsProvider: f.secretsProvider,
 		PassphraseFile: f.passphraseFile, AllowEmptyPassphrase: f.allowEmptyPassphrase,
-		MaxConcurrent: f.parallel, HistoryLimit: f.historyLimit,
-		ReadOnly: f.readOnly,
+		MaxConcurrent: f.parallel, MaxPerNamespace: f.parallelPerNamespace, Deadlines: deadlines,
+		HistoryLimit: f.historyLimit,
+		ReadOnly:     f.readOnly,
 	}
 	for _, x := range append(slices.Clip(f.extra), extra...) {
 		x(&o)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,10 +90,18 @@ func (s *stackRun) plansOf(p prepared) map[string]*engine.Plan {
 // a plan of its own stack taken for its spec; without, an object in Manual mode is refused.
 // The CLI is itself a review step (the person or pipeline that runs it), so OnDataLoss is
 // left to --fail-on-data-loss here; the operator and the HTTP API enforce it.
-func (s *stackRun) gate(p prepared) error {
+func (s *stackRun) gate(ctx context.Context, p prepared) error {
 	if s.flags.plans == nil {
-		if p.obj.Approval() == v1alpha1.ApprovalManual {
-			return fmt.Errorf("%s: spec.approval.mode is Manual: only a reviewed plan is applied (tfrs preview --save-plan DIR, then tfrs up --plan DIR)", p.target)
+		mode, err := s.runner.Approval(ctx, p.obj) // a personal tenant's: its cluster's
+		if err != nil {
+			return err
+		}
+		if mode == v1alpha1.ApprovalManual {
+			field := "spec.approval.mode"
+			if mode != p.obj.Approval() {
+				field = "its cluster's spec.personal.approval.mode"
+			}
+			return fmt.Errorf("%s: %s is Manual: only a reviewed plan is applied (tfrs preview --save-plan DIR, then tfrs up --plan DIR)", p.target, field)
 		}
 		return nil
 	}

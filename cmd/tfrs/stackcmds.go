@@ -247,7 +247,7 @@ func (s *stackRun) run(ctx context.Context, objs []prepared) ([]*diff.Report, er
 		// Every object's stack admits it (door, identity, immutable fields) and every object
 		// passes the approval gate before any runs.
 		for _, p := range objs {
-			err := s.gate(p)
+			err := s.gate(ctx, p)
 			if err == nil {
 				err = s.runner.Admit(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI})
 			}

@@ -30,6 +30,9 @@ type ConfzArgs struct {
 	// RedisUser gives a robot of a personal tenant its own Redis ACL user, the one its
 	// Confz's [redis] username names; nil for a robot of an enterprise tenant.
 	RedisUser *RedisUserArgs
+	// Isolate, for a robot of a personal tenant, denies every inbound request to the robot's
+	// pods that serve nothing (newInboundDenyPolicy). The API worker has its own policy.
+	Isolate bool
 }
 
 // RedisUserArgs are the robot's own Redis ACL user (kit.RedisACLLine): User, allowed only the
@@ -51,11 +54,15 @@ type BrokerArgs struct {
 	Password pulumi.StringInput
 }
 
-// Confz is the robot's Confz in a Secret ("{robot}-confz-<hash>", key ConfzKey) and, for a robot of
-// a personal tenant, the RabbitMQ identity it points at: a Vhost, a User whose credentials
-// the operator imports from "{robot}-rabbitmq", and a Permission of that user on that vhost
-// only. Nothing grants the user the tenant's default vhost, so robots cannot read each
-// other's queues.
+// Confz is the robot's Confz in a Secret ("{robot}-confz-<hash>", key ConfzKey) and the
+// identities the robot runs under. Every robot gets its own ServiceAccount
+// (Robot.ServiceAccount: no token, no RBAC), its mesh identity. A robot of a personal tenant
+// also gets the RabbitMQ identity its Confz points at: a Vhost, a User whose credentials the
+// operator imports from "{robot}-rabbitmq", and a Permission of that user on that vhost only
+// (nothing grants the user the tenant's default vhost, so robots cannot read each other's
+// queues); its Redis ACL user; and, with Isolate, the policy that denies every inbound
+// request to its pods that serve nothing. Confz comes before every Job and worker in the
+// server graph, so all of this exists before the robot's first pod.
 type Confz struct {
 	pulumi.ResourceState
 	children.Set
@@ -97,6 +104,21 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 		return nil, err
 	}
 	c.Keep(s)
+	sa, err := corev1.NewServiceAccount(ctx, name+"-service-account", &corev1.ServiceAccountArgs{
+		Metadata:                     r.meta(r.ServiceAccount(), ""),
+		AutomountServiceAccountToken: pulumi.Bool(false),
+	}, pulumi.Parent(c))
+	if err != nil {
+		return nil, err
+	}
+	c.Keep(sa)
+	if args.Isolate {
+		ap, err := newInboundDenyPolicy(ctx, c, name+"-deny-inbound", r)
+		if err != nil {
+			return nil, err
+		}
+		c.Keep(ap)
+	}
 	if b := args.Broker; b != nil {
 		if err := c.broker(ctx, name, r, b); err != nil {
 			return nil, err

@@ -108,11 +108,16 @@ func NewGrafanaSA(ctx *pulumi.Context, name string, args *GrafanaSAArgs, opts ..
 			Name: "grafana", Image: img, Command: []string{"/bin/sh", JobDir + "/init.sh"},
 			Env: map[string]string{
 				"GRAFANA_URL": args.URL, "GRAFANA_USER": args.AdminUser,
-				"SA_NAME": r.Name(), "SA_ROLE": role, "TOKEN_SECRET": tokenName,
+				// The Grafana account outlives the robot in a shared Grafana: named by DataName, a
+				// robot of another owner that reuses the id gets an account of its own.
+				"SA_NAME": r.DataName(), "SA_ROLE": role, "TOKEN_SECRET": tokenName,
 			},
 			SecretEnv: map[string]string{"GRAFANA_PASSWORD": "admin-password"},
 		},
+		// The robot's second ServiceAccount, the only one with a token and RBAC (one Secret):
+		// the robot's own stays without either.
 		ServiceAccount: saName,
+		APIToken:       true,
 		PullSecret:     args.PullSecret,
 	}
 	files := map[string]pulumi.StringInput{"init.sh": pulumi.String(grafanaSAScript), "admin-password": args.AdminPassword}

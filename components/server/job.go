@@ -63,10 +63,17 @@ type jobContainer struct {
 // jobPod is a Job's pod: Init runs in order before Main. Every container has the Job's
 // Secret mounted at JobDir: all of it, or only its Files.
 type jobPod struct {
-	Init           []jobContainer `json:"init,omitempty"`
-	Main           jobContainer   `json:"main"`
-	ServiceAccount string         `json:"serviceAccount,omitempty"`
-	PullSecret     string         `json:"pullSecret,omitempty"`
+	Init []jobContainer `json:"init,omitempty"`
+	Main jobContainer   `json:"main"`
+	// ServiceAccount the pod runs as: the robot's (Robot.ServiceAccount) when empty, without
+	// a token. Only a Job that talks to the Kubernetes API names another one, of the robot
+	// too, and sets APIToken.
+	ServiceAccount string `json:"serviceAccount,omitempty"`
+	APIToken       bool   `json:"apiToken,omitempty"`
+	PullSecret     string `json:"pullSecret,omitempty"`
+	// Labels of the pod (Robot.podLabels), set by newJob: hashed with the rest, since a Job's
+	// template cannot change under the same name.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // job is the Secret and Job of one init Job.
@@ -90,6 +97,10 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 		data[k] = pulumi.ToSecret(v).(pulumi.StringOutput)
 	}
 	keys := slices.Sorted(maps.Keys(files))
+	if pod.ServiceAccount == "" {
+		pod.ServiceAccount, pod.APIToken = r.ServiceAccount(), false
+	}
+	pod.Labels = r.podLabels(kind)
 	spec, err := json.Marshal(pod)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", kind, err)
@@ -139,12 +150,9 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 		}
 		podSpec.InitContainers = init
 	}
-	if pod.ServiceAccount != "" {
-		podSpec.ServiceAccountName = pulumi.String(pod.ServiceAccount)
-	} else {
-		// Only the Grafana job talks to the Kubernetes API.
-		podSpec.AutomountServiceAccountToken = pulumi.Bool(false)
-	}
+	podSpec.ServiceAccountName = pulumi.String(pod.ServiceAccount)
+	// Only the Grafana job talks to the Kubernetes API.
+	podSpec.AutomountServiceAccountToken = pulumi.Bool(pod.APIToken)
 	labels := pulumi.ToStringMap(r.Labels(kind))
 	j, err := batchv1.NewJob(ctx, name+"-job", &batchv1.JobArgs{
 		Metadata: &metav1.ObjectMetaArgs{
@@ -156,7 +164,7 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 			ActiveDeadlineSeconds: pulumi.Int(jobDeadlineSeconds),
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{
-					Labels:      labels,
+					Labels:      pulumi.ToStringMap(pod.Labels),
 					Annotations: pulumi.StringMap{nativeSidecar: pulumi.String("true")},
 				},
 				Spec: podSpec,

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 	pt "github.com/tfrs-io/tfrs-operator/internal/pulumitest"
 )
 
@@ -53,5 +55,51 @@ func TestAPIServiceNamesItsOwner(t *testing.T) {
 			continue
 		}
 		pt.Eq(t, "owner annotation", ann, map[string]any{OwnerAnnotation: owner})
+	}
+}
+
+// Every data name of a personal robot is valid where it is used and names one (owner, robot)
+// only: the owner hash ends it, {robot} is cut to fit, and "" keeps the legacy names.
+func TestRobotDataNames(t *testing.T) {
+	types := []string{"chat", "c", "9x", strings.Repeat("t", 40), strings.Repeat("t", 18)}
+	ids := []string{"1", "bob", "bob-robot", "bob-grafana-sa", "a-b-c", strings.Repeat("i", 40), strings.Repeat("i", 19) + "-" + strings.Repeat("j", 20)}
+	owners := []string{"tenant.team-a.alice", "tenant.team-a.bob", "tenant.team-b.alice", "tenant.tfrs-system.acme"}
+	seen, sas, n := map[string]string{}, map[string]string{}, 0
+	for _, typ := range types {
+		for _, id := range ids {
+			legacy := Robot{Namespace: "personal-chat", Type: typ, ID: id}
+			if legacy.Validate() != nil {
+				continue
+			}
+			pt.Eq(t, "legacy data name", legacy.DataName(), legacy.Name())
+			pt.Eq(t, "legacy schema", legacy.Schema(), "r_"+strings.ReplaceAll(legacy.Name(), "-", "_"))
+			// Two ServiceAccounts per robot, neither another robot's.
+			for _, sa := range []string{legacy.ServiceAccount(), legacy.Name() + "-" + KindGrafanaSA} {
+				if other, dup := sas[sa]; dup {
+					t.Errorf("ServiceAccount %s of %s is also %s's", sa, legacy.Name(), other)
+				}
+				sas[sa] = legacy.Name()
+			}
+			for _, owner := range owners {
+				r := legacy
+				r.DataOwner = owner
+				d := r.DataName()
+				who := owner + " " + typ + "/" + id
+				if len(r.Schema()) > 63 || len(r.Bucket()) > 63 {
+					t.Errorf("%s: data name %q (schema %q)", who, d, r.Schema())
+				}
+				if !kit.ReRedisACLLine.MatchString(kit.RedisACLLine(r.RedisUser(), r.RedisKeyPrefix(), "pw")) {
+					t.Errorf("%s: the Redis pod would skip the ACL line of %q", who, r.RedisUser())
+				}
+				if other, dup := seen[d]; dup {
+					t.Errorf("data name %q of %s is also %s's", d, who, other)
+				}
+				seen[d] = who
+				n++
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d cases", n)
 	}
 }

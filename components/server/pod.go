@@ -83,8 +83,9 @@ func (p *Pod) env() corev1.EnvVarArray {
 	return out
 }
 
-// spec is the pod spec of one container named container running args.
-func (p *Pod) spec(container string, args []string, ports corev1.ContainerPortArray, probe *corev1.ProbeArgs) *corev1.PodSpecArgs {
+// spec is the pod spec of one container named container running args, as serviceAccount
+// (the robot's) with no token: the robot talks to no Kubernetes API.
+func (p *Pod) spec(serviceAccount, container string, args []string, ports corev1.ContainerPortArray, probe *corev1.ProbeArgs) *corev1.PodSpecArgs {
 	c := &corev1.ContainerArgs{
 		Name:            pulumi.String(container),
 		Image:           pulumi.String(p.Image),
@@ -127,9 +128,11 @@ func (p *Pod) spec(container string, args []string, ports corev1.ContainerPortAr
 	}
 	c.VolumeMounts = mounts
 	return &corev1.PodSpecArgs{
-		Containers:       corev1.ContainerArray{c},
-		Volumes:          volumes,
-		ImagePullSecrets: kit.PullSecrets(p.PullSecret),
+		ServiceAccountName:           pulumi.String(serviceAccount),
+		AutomountServiceAccountToken: pulumi.Bool(false),
+		Containers:                   corev1.ContainerArray{c},
+		Volumes:                      volumes,
+		ImagePullSecrets:             kit.PullSecrets(p.PullSecret),
 		// The tenant namespace enforces Pod Security restricted; the robot image runs as
 		// TFRS's documented non-root user.
 		SecurityContext: podsec.PodArgs(podsec.TFRobot),

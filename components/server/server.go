@@ -21,6 +21,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -56,7 +58,18 @@ const (
 	LabelPartOf    = kit.LabelPartOf
 	LabelRobotID   = "tfrs.io/robot-id"
 	LabelRobotType = "tfrs.io/robot-type"
-	appName        = "tfrobot-server"
+	// LabelInbound is on every pod of a robot and says who may reach it: InboundGateway for
+	// the API worker, InboundNone for every other pod (robot worker, init Jobs). The robot's
+	// AuthorizationPolicies select pods by it, so a pod is covered by the label its builder
+	// gives it (podLabels), not by a list of components.
+	LabelInbound = "tfrs.io/inbound"
+	appName      = "tfrobot-server"
+)
+
+// Values of LabelInbound.
+const (
+	InboundGateway = "gateway"
+	InboundNone    = "none"
 )
 
 // Components as the LabelComponent value.
@@ -76,6 +89,13 @@ type Robot struct {
 	// OwnerAnnotation: before a run, the caller reads it to refuse a second TFRServer whose
 	// robot has the same names in the namespace ("" writes none).
 	Owner string
+	// DataOwner is who owns the robot's data in the shared middleware of a personal job type:
+	// its personal tenant (the tenant stack's name). Every data name (DataName: schema and
+	// role, bucket and MinIO user, vhost and RabbitMQ user, Redis user and key prefix, cache
+	// directory) carries a hash of it, so a robot of another owner that reuses the robot type
+	// and id maps to other names and never inherits this one's data. "" keeps the legacy
+	// names, "{robot}" alone: robots whose data predates owner-named data (see DataName).
+	DataOwner string
 }
 
 // OwnerAnnotation on a robot's API Service names the server stack that owns the robot's names
@@ -119,21 +139,69 @@ func (r Robot) WorkerName() string { return r.Name() + "-worker" }
 // routing.UpstreamPort).
 func (r Robot) APIHost() string { return routing.UpstreamHost(r.Namespace, r.ID, r.Type) }
 
-// Schema is the PostgreSQL schema and role of a robot of a personal tenant:
-// "r_<robotType>_<robotId>" with '-' turned into '_' (at most 61 characters, below
-// PostgreSQL's 63, and a plain identifier whatever the robot's first character is). '-' is
-// the only character turned, and robot values never hold '_', so distinct robots never share
-// a schema.
-func (r Robot) Schema() string { return "r_" + strings.ReplaceAll(r.Name(), "-", "_") }
+// ServiceAccount is the robot's own ServiceAccount, "{robot}-robot": every pod of the robot
+// runs as it (the grafana-sa Job excepted, see GrafanaSA), so its mesh identity,
+// "cluster.local/ns/<namespace>/sa/{robot}-robot", is the robot's alone. It has no token
+// mounted and no RBAC. The suffix keeps it apart from every robot's "{robot}-grafana-sa":
+// the names of two robots end differently or have different {robot}s (Name is injective).
+func (r Robot) ServiceAccount() string { return r.Name() + "-robot" }
 
-// Bucket is the MinIO bucket of a robot of a personal tenant: Name, a valid S3 bucket name.
-func (r Robot) Bucket() string { return r.Name() }
+// Data names. A personal robot's data outlives its objects: the schema, bucket, Redis keys
+// and cache directory stay in the job type's shared middleware after the robot's stack is
+// destroyed. So the names of its data say whose they are. dataHashLength characters of
+// base32 (80 bits) of SHA-256 over (DataOwner, type, id) end every data name: a robot of
+// another owner with the same type and id gets another hash, and so other names; finding an
+// owner whose hash equals a given one is a second preimage of 80 bits. The hash covers the
+// whole robot, so cutting {robot} to fit a limit never makes two robots share a name.
+const (
+	dataHashLength = 16
+	// maxDataName keeps Schema ("r_" + DataName) within PostgreSQL's 63 and the bucket within
+	// S3's 63.
+	maxDataName = 61
+)
+
+// dataHash encodes with the lowercase RFC 4648 alphabet: valid in identifiers, bucket names,
+// label values, Redis and RabbitMQ names alike.
+var dataHash = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// DataName is the base of the robot's data names: "{robot}-<hash of owner, type and id>",
+// {robot} cut (and stripped of a trailing '-') so the whole has at most maxDataName
+// characters; "{robot}" when DataOwner is "" (the legacy names, kept for robots whose stack
+// predates owner-named data).
+func (r Robot) DataName() string {
+	if r.DataOwner == "" {
+		return r.Name()
+	}
+	sum := sha256.Sum256([]byte(r.DataOwner + "\x00" + r.Type + "\x00" + r.ID))
+	h := dataHash.EncodeToString(sum[:])[:dataHashLength]
+	base := r.Name()
+	if n := maxDataName - dataHashLength - 1; len(base) > n {
+		base = strings.TrimRight(base[:n], "-")
+	}
+	return base + "-" + h
+}
+
+// Schema is the PostgreSQL schema and role of a robot of a personal tenant: "r_" and
+// DataName with '-' turned into '_' (at most 63 characters, and a plain identifier whatever
+// the robot's first character is). '-' is the only character turned, and robot values never
+// hold '_', so distinct data names never share a schema.
+func (r Robot) Schema() string { return "r_" + strings.ReplaceAll(r.DataName(), "-", "_") }
+
+// Bucket is the MinIO bucket of a robot of a personal tenant: DataName, a valid S3 bucket name.
+func (r Robot) Bucket() string { return r.DataName() }
+
+// MinIOUser is the access key of a personal robot's own MinIO user (its policy is
+// MinIOUser + "-bucket").
+func (r Robot) MinIOUser() string { return r.DataName() }
 
 // VHost is the RabbitMQ vhost and user name of a robot of a personal tenant.
-func (r Robot) VHost() string { return r.Name() }
+func (r Robot) VHost() string { return r.DataName() }
+
+// RedisUser is the Redis ACL user of a robot of a personal tenant.
+func (r Robot) RedisUser() string { return r.DataName() }
 
 // RedisKeyPrefix prefixes every Redis key of a robot of a personal tenant.
-func (r Robot) RedisKeyPrefix() string { return r.Name() + ":" }
+func (r Robot) RedisKeyPrefix() string { return r.DataName() + ":" }
 
 // Labels are the labels of the robot's objects of one component ("" for objects of the robot
 // as a whole).
@@ -151,6 +219,29 @@ func (r Robot) Labels(component string) map[string]string {
 // selector selects the pods of one component of the robot.
 func (r Robot) selector(component string) map[string]string {
 	return map[string]string{LabelInstance: r.Name(), LabelComponent: component}
+}
+
+// inbound is who may reach the pods of a component: only the API worker serves anything.
+func inbound(component string) string {
+	if component == ComponentAPIWorker {
+		return InboundGateway
+	}
+	return InboundNone
+}
+
+// podLabels are the labels of every pod template of the robot (workers and Jobs): Labels and
+// LabelInbound. The robot's AuthorizationPolicies select by them (policySelector).
+func (r Robot) podLabels(component string) map[string]string {
+	l := r.Labels(component)
+	l[LabelInbound] = inbound(component)
+	return l
+}
+
+// policySelector selects, for an AuthorizationPolicy, the robot's pods whose LabelInbound is
+// in: app name, instance ({robot}, injective) and LabelInbound. Only the robot's own pods
+// carry its instance under the server's app name.
+func (r Robot) policySelector(in string) map[string]string {
+	return map[string]string{LabelName: appName, LabelInstance: r.Name(), LabelInbound: in}
 }
 
 // meta is the metadata of one of the robot's objects.

@@ -173,7 +173,7 @@ func TestConfz(t *testing.T) {
 		_, err := NewConfz(ctx, "confz", &ConfzArgs{Robot: robot, TOML: secretIn("[redis]\nport = 6379\n")})
 		return err
 	})
-	m.AssertChildren(t, ConfzType, "kubernetes:core/v1:Secret::confz-secret")
+	m.AssertChildren(t, ConfzType, "kubernetes:core/v1:Secret::confz-secret", "kubernetes:core/v1:ServiceAccount::confz-service-account")
 	s := m.Find(t, "kubernetes:core/v1:Secret", "")
 	pt.Eq(t, "confz", pt.At(t, pt.Plain(s.Inputs), "stringData", ConfzKey), "[redis]\nport = 6379\n")
 	if n := pt.At(t, pt.Plain(s.Inputs), "metadata", "name").(string); !strings.HasPrefix(n, "chat-r-1-confz-") {
@@ -187,7 +187,7 @@ func TestConfz(t *testing.T) {
 			Broker: &BrokerArgs{Cluster: "rabbitmq", VHost: "chat-r-1", User: "chat-r-1", Password: secretIn("mq-pw")}})
 		return err
 	})
-	m.AssertChildren(t, ConfzType, "kubernetes:core/v1:Secret::confz-secret", "kubernetes:core/v1:Secret::confz-rabbitmq-credentials",
+	m.AssertChildren(t, ConfzType, "kubernetes:core/v1:Secret::confz-secret", "kubernetes:core/v1:ServiceAccount::confz-service-account", "kubernetes:core/v1:Secret::confz-rabbitmq-credentials",
 		"kubernetes:rabbitmq.com/v1beta1:Vhost::confz-vhost", "kubernetes:rabbitmq.com/v1beta1:User::confz-user",
 		"kubernetes:rabbitmq.com/v1beta1:Permission::confz-permission")
 	creds := pt.Plain(m.Find(t, "kubernetes:core/v1:Secret", "confz-rabbitmq-credentials").Inputs)
@@ -595,9 +595,7 @@ func TestGrafanaSA(t *testing.T) {
 	jobReg := m.Find(t, "kubernetes:batch/v1:Job", "")
 	ps := pt.At(t, pt.Plain(jobReg.Inputs), "spec", "template", "spec").(map[string]any)
 	pt.Eq(t, "service account", ps["serviceAccountName"], "chat-r-1-grafana-sa")
-	if _, set := ps["automountServiceAccountToken"]; set {
-		t.Error("the grafana job needs its token")
-	}
+	pt.Eq(t, "the grafana job needs its token", ps["automountServiceAccountToken"], true)
 	pt.Eq(t, "env", pt.At(t, ps, "containers", 0, "env"), []any{
 		map[string]any{"name": "GRAFANA_URL", "value": "http://grafana.acme.svc.cluster.local"}, map[string]any{"name": "GRAFANA_USER", "value": "admin"},
 		map[string]any{"name": "SA_NAME", "value": "chat-r-1"}, map[string]any{"name": "SA_ROLE", "value": DefaultGrafanaRole},
@@ -619,7 +617,7 @@ func TestComponentsListTheirChildren(t *testing.T) {
 			return NewSecret(ctx, "secret", &EnvArgs{Robot: robot})
 		},
 		ConfzType: func(ctx *pulumi.Context) (pt.ChildLister, error) {
-			return NewConfz(ctx, "confz", &ConfzArgs{Robot: robot, TOML: secretIn(""), Broker: &BrokerArgs{Cluster: "c", VHost: "v", User: "u", Password: secretIn("p")}})
+			return NewConfz(ctx, "confz", &ConfzArgs{Robot: robot, TOML: secretIn(""), Isolate: true, Broker: &BrokerArgs{Cluster: "c", VHost: "v", User: "u", Password: secretIn("p")}})
 		},
 		GrafanaSAType: func(ctx *pulumi.Context) (pt.ChildLister, error) {
 			return NewGrafanaSA(ctx, "grafana-sa", &GrafanaSAArgs{Robot: robot, URL: "http://g", AdminUser: "a", AdminPassword: secretIn("p")})

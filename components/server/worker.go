@@ -80,7 +80,17 @@ func NewAPIWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...pu
 	r := args.Robot
 	ports := corev1.ContainerPortArray{corev1.ContainerPortArgs{Name: pulumi.String("http"), ContainerPort: pulumi.Int(APIPort)}}
 	probe := &corev1.ProbeArgs{TcpSocket: &corev1.TCPSocketActionArgs{Port: pulumi.String("http")}, PeriodSeconds: pulumi.Int(10)}
-	dep, err := newWorkerDeployment(ctx, c, name+"-deployment", r.APIName(), ComponentAPIWorker, args, ports, probe)
+	// The policy comes first: the API pods never run without it.
+	var first []pulumi.Resource
+	if iso := args.Isolation; iso != nil {
+		ap, err := newIsolationPolicy(ctx, c, name+"-authorization-policy", r, iso)
+		if err != nil {
+			return nil, err
+		}
+		c.Keep(ap)
+		first = append(first, ap)
+	}
+	dep, err := newWorkerDeployment(ctx, c, name+"-deployment", r.APIName(), ComponentAPIWorker, args, ports, probe, pulumi.DependsOn(first))
 	if err != nil {
 		return nil, err
 	}
@@ -102,13 +112,6 @@ func NewAPIWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...pu
 		return nil, err
 	}
 	c.Keep(dep, svc)
-	if iso := args.Isolation; iso != nil {
-		ap, err := newIsolationPolicy(ctx, c, name+"-authorization-policy", r, iso)
-		if err != nil {
-			return nil, err
-		}
-		c.Keep(ap)
-	}
 	c.DeploymentName = dep.Metadata.Name().Elem()
 	c.ServiceName = svc.Metadata.Name().Elem()
 	c.Host = pulumi.All(svc.Metadata.Name().Elem(), svc.Metadata.Namespace().Elem()).ApplyT(func(v []any) string {
@@ -146,10 +149,11 @@ func NewRobotWorker(ctx *pulumi.Context, name string, args *WorkerArgs, opts ...
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"deploymentName": c.DeploymentName})
 }
 
-// newWorkerDeployment is a worker's Deployment: the robot's Pod, its pods labelled for the
-// component and annotated with the checksum.
+// newWorkerDeployment is a worker's Deployment: the robot's Pod, run as the robot's
+// ServiceAccount, its pods labelled for the component (podLabels) and annotated with the
+// checksum.
 func newWorkerDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceName, deployment, component string,
-	a *WorkerArgs, ports corev1.ContainerPortArray, probe *corev1.ProbeArgs,
+	a *WorkerArgs, ports corev1.ContainerPortArray, probe *corev1.ProbeArgs, opts ...pulumi.ResourceOption,
 ) (*appsv1.Deployment, error) {
 	r := a.Robot
 	return appsv1.NewDeployment(ctx, resourceName, &appsv1.DeploymentArgs{
@@ -159,12 +163,24 @@ func newWorkerDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceNa
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(r.selector(component))},
 			Template: &corev1.PodTemplateSpecArgs{
 				Metadata: &metav1.ObjectMetaArgs{
-					Labels:      pulumi.ToStringMap(r.Labels(component)),
+					Labels:      pulumi.ToStringMap(r.podLabels(component)),
 					Annotations: pulumi.StringMap{ChecksumAnnotation: a.Checksum},
 				},
-				Spec: a.Pod.spec(component, a.Args, ports, probe),
+				Spec: a.Pod.spec(r.ServiceAccount(), component, a.Args, ports, probe),
 			},
 		},
+	}, append([]pulumi.ResourceOption{pulumi.Parent(parent)}, opts...)...)
+}
+
+// newInboundDenyPolicy refuses every inbound request to the robot's pods that serve nothing
+// (LabelInbound InboundNone: the robot worker and the init Jobs). A DENY policy with one empty
+// rule matches every request; like newIsolationPolicy it is a DENY because the namespace's
+// ALLOW policy admits the whole namespace. It selects by label, not by component, so every
+// pod a builder of this package makes is covered the moment it exists.
+func newInboundDenyPolicy(ctx *pulumi.Context, parent pulumi.Resource, resourceName string, r Robot) (*apiextensions.CustomResource, error) {
+	return crs.New(ctx, resourceName, crs.Args{
+		Metadata: r.meta(r.Name()+"-deny-inbound", ""),
+		Spec:     crs.AuthorizationPolicy(r.policySelector(InboundNone), crs.Deny, crs.Rule{}),
 	}, pulumi.Parent(parent))
 }
 

@@ -21,12 +21,21 @@ const (
 	AuthorizationPolicyName = "tenant-isolation"
 )
 
-// PullSecret is the cluster's registry pull Secret, copied into the tenant namespace.
+// PullSecret is the registry pull Secret copied into the tenant namespace: the cluster's
+// shared one, or the namespace's own, which the admin keeps elsewhere.
 type PullSecret struct {
 	// Name of the Secret (the cluster stack's pullSecretName output).
 	Name string
 	// DockerConfigJSON is its .dockerconfigjson (the cluster stack's secret output).
 	DockerConfigJSON pulumi.StringInput
+	// From, instead of DockerConfigJSON, names the kubernetes.io/dockerconfigjson Secret to
+	// copy: the namespace's own pull credential, read (never managed) by the provisioner.
+	From *SecretRef
+}
+
+// SecretRef names a Secret of another namespace.
+type SecretRef struct {
+	Namespace, Name string
 }
 
 // NamespaceArgs configure the namespace component.
@@ -44,6 +53,10 @@ type NamespaceArgs struct {
 	// ingress gateway's, istio-system and the monitoring namespace. Every other namespace is
 	// denied.
 	AllowedNamespaces []string
+	// Egress is where the namespace's pods may connect (egress.go), written by the
+	// provisioner. Nil: egress stays open (a cluster stack from before the policy exports
+	// none; its tenants get it on their first up after the cluster's).
+	Egress *Egress
 	// Quota is the namespace's class: its LimitRange and ResourceQuotas (quota.go), made by
 	// the provisioner. Nil: none (a program run without a cluster policy, tests).
 	Quota *Quota
@@ -73,8 +86,8 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	if args == nil || args.Name == "" {
 		return nil, fmt.Errorf("namespace: a name is required")
 	}
-	if p := args.PullSecret; p != nil && (p.Name == "" || p.DockerConfigJSON == nil) {
-		return nil, fmt.Errorf("namespace: pull secret needs a name and its dockerconfigjson")
+	if p := args.PullSecret; p != nil && (p.Name == "" || (p.DockerConfigJSON == nil) == (p.From == nil)) {
+		return nil, fmt.Errorf("namespace: pull secret needs a name and either its dockerconfigjson or the Secret to copy")
 	}
 	if err := platformLabelFree(args.Labels); err != nil {
 		return nil, err
@@ -114,12 +127,20 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 
 	c.PullSecretName = pulumi.String("").ToStringOutput()
 	if p := args.PullSecret; p != nil {
+		var data pulumi.StringOutput
+		if p.From != nil {
+			if data, err = c.readPullSecret(ctx, name, p.From, privileged); err != nil {
+				return nil, err
+			}
+		} else {
+			data = p.DockerConfigJSON.ToStringOutput().ApplyT(func(s string) string {
+				return base64.StdEncoding.EncodeToString([]byte(s))
+			}).(pulumi.StringOutput)
+		}
 		s, err := corev1.NewSecret(ctx, name+"-pull-secret", &corev1.SecretArgs{
 			Metadata: meta(p.Name, ready, nil),
 			Type:     pulumi.String("kubernetes.io/dockerconfigjson"),
-			Data: pulumi.StringMap{".dockerconfigjson": p.DockerConfigJSON.ToStringOutput().ApplyT(func(s string) string {
-				return base64.StdEncoding.EncodeToString([]byte(s))
-			}).(pulumi.StringOutput)},
+			Data:     pulumi.StringMap{".dockerconfigjson": pulumi.ToSecret(data).(pulumi.StringOutput)},
 		}, pulumi.Parent(c))
 		if err != nil {
 			return nil, err
@@ -153,6 +174,11 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 	if err := c.addNetworkPolicies(ctx, name, nsName, privileged); err != nil {
 		return nil, err
 	}
+	if args.Egress != nil {
+		if err := c.addEgressPolicies(ctx, name, nsName, args.Egress, privileged); err != nil {
+			return nil, err
+		}
+	}
 
 	c.Name = ready
 	return c, ctx.RegisterResourceOutputs(c, pulumi.Map{"name": c.Name, "pullSecretName": c.PullSecretName})
@@ -164,4 +190,25 @@ func annotations(m map[string]string) pulumi.StringMapInput {
 		return nil
 	}
 	return pulumi.ToStringMap(m)
+}
+
+// readPullSecret reads the namespace's own pull credential (read, never managed: the admin
+// owns it) with the provisioner, the only identity that may read another namespace, and
+// returns its .dockerconfigjson as the Secret holds it (base64).
+func (c *Namespace) readPullSecret(ctx *pulumi.Context, name string, from *SecretRef, privileged []pulumi.ResourceOption) (pulumi.StringOutput, error) {
+	src, err := corev1.GetSecret(ctx, name+"-pull-credential", pulumi.ID(from.Namespace+"/"+from.Name), nil, privileged...)
+	if err != nil {
+		return pulumi.StringOutput{}, err
+	}
+	what := fmt.Sprintf("pull credential: Secret %s/%s", from.Namespace, from.Name)
+	return pulumi.All(src.Type, src.Data).ApplyT(func(v []any) (string, error) {
+		if t, _ := v[0].(string); t != "kubernetes.io/dockerconfigjson" {
+			return "", fmt.Errorf("%s is not of type kubernetes.io/dockerconfigjson", what)
+		}
+		data, _ := v[1].(map[string]string)
+		if data[".dockerconfigjson"] == "" {
+			return "", fmt.Errorf("%s has no .dockerconfigjson", what)
+		}
+		return data[".dockerconfigjson"], nil
+	}).(pulumi.StringOutput), nil
 }

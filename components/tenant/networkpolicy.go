@@ -31,15 +31,8 @@ import (
 // and TFRS refuses it on every tenant namespace it builds (NewNamespace). The tenant's own
 // namespace is matched as the policy's own (an empty podSelector peer), not by any label.
 //
-// Egress is not restricted, on purpose. Another tenant's pods are already closed by that
-// tenant's own ingress policies (every tenant namespace has them), which is what isolates
-// tenants from each other. What tenant pods must dial out to cannot be expressed portably as
-// NetworkPolicy peers: the CNPG instance manager and RabbitMQ's peer discovery talk to the
-// Kubernetes API server, whose address is not a pod (an ipBlock that differs per cluster);
-// robots call model providers on the internet; sidecars need istiod (xDS, 15012) and DNS. A
-// default-deny egress would break them on some clusters and protect nothing the receivers'
-// ingress policies do not already protect. Kubelet probes come from the node, which CNIs
-// admit regardless of policy.
+// Kubelet probes come from the node, which CNIs admit regardless of policy. Egress is
+// restricted by the policies of egress.go: default deny, explicit allows.
 const (
 	// NetworkPolicyDefaultDeny selects every pod and allows no ingress.
 	NetworkPolicyDefaultDeny = "tfrs-default-deny-ingress"

@@ -6,14 +6,16 @@
 // the destination's ingress to allow it.
 //
 // It is a test oracle for what a program registers (the policies read from recorded inputs),
-// so it is strict where a CNI would be lenient: a named port or an ipBlock peer (the meaning
-// of which for pod addresses is left to the implementation) never matches.
+// so it is strict where a CNI would be lenient: a named port never matches, and an ipBlock
+// peer (the meaning of which for pod addresses is left to the implementation) matches only
+// an address that is not a pod (EgressTo).
 package netpol
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,10 +25,13 @@ import (
 // NamespaceNameLabel is the label the API server sets on every namespace to its name.
 const NamespaceNameLabel = "kubernetes.io/metadata.name"
 
-// Pod is one end of a connection.
+// Pod is one end of a connection: a pod (Namespace set), or an address outside every pod
+// (Address set, Namespace empty: the API server, a node, the internet), which only ipBlock
+// peers match.
 type Pod struct {
 	Namespace string
 	Labels    map[string]string
+	Address   netip.Addr
 }
 
 // Cluster is the policies and the namespaces' labels.
@@ -63,6 +68,15 @@ func (c Cluster) Allowed(from, to Pod, protocol string, port int32) (bool, error
 		return false, err
 	}
 	return c.direction(from, networkingv1.PolicyTypeEgress, to, protocol, port)
+}
+
+// EgressTo reports whether from may connect to the address to (not a pod: only from's egress
+// policies decide, by their ipBlock peers).
+func (c Cluster) EgressTo(from Pod, to netip.Addr, protocol string, port int32) (bool, error) {
+	if protocol == "" {
+		protocol = "TCP"
+	}
+	return c.direction(from, networkingv1.PolicyTypeEgress, Pod{Address: to}, protocol, port)
 }
 
 // direction decides for pod, the end whose policies of type typ apply, and peer the other end.
@@ -165,8 +179,11 @@ func portMatches(ports []networkingv1.NetworkPolicyPort, protocol string, port i
 }
 
 func (c Cluster) peerMatches(policyNS string, p networkingv1.NetworkPolicyPeer, peer Pod) (bool, error) {
-	if p.IPBlock != nil || (p.PodSelector == nil && p.NamespaceSelector == nil) {
-		return false, nil
+	if p.IPBlock != nil {
+		return ipBlockMatches(p.IPBlock, peer)
+	}
+	if peer.Namespace == "" || (p.PodSelector == nil && p.NamespaceSelector == nil) {
+		return false, nil // an address is never a pod
 	}
 	if p.NamespaceSelector == nil {
 		if peer.Namespace != policyNS {
@@ -182,6 +199,31 @@ func (c Cluster) peerMatches(policyNS string, p networkingv1.NetworkPolicyPeer, 
 		return true, nil
 	}
 	return matches(p.PodSelector, peer.Labels)
+}
+
+// ipBlockMatches: an ipBlock matches an address inside its cidr and outside every except;
+// never a pod (what an ipBlock means for pod addresses is left to the implementation).
+func ipBlockMatches(b *networkingv1.IPBlock, peer Pod) (bool, error) {
+	if peer.Namespace != "" || !peer.Address.IsValid() {
+		return false, nil
+	}
+	in := func(cidr string) (bool, error) {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return false, fmt.Errorf("ipBlock %q: %w", cidr, err)
+		}
+		return p.Contains(peer.Address), nil
+	}
+	ok, err := in(b.CIDR)
+	if err != nil || !ok {
+		return false, err
+	}
+	for _, e := range b.Except {
+		if out, err := in(e); err != nil || out {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 func (c Cluster) namespaceLabels(ns string) map[string]string {

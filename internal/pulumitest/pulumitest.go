@@ -98,7 +98,12 @@ func Record(args pulumi.MockResourceArgs, project, stack string, secretData map[
 			for k, v := range secretData {
 				data[resource.PropertyKey(k)] = resource.NewProperty(base64.StdEncoding.EncodeToString([]byte(v)))
 			}
-			state = resource.PropertyMap{"data": resource.MakeSecret(resource.NewProperty(data))}
+			// The type the API server would show: a registry credential's key makes it one.
+			typ := "Opaque"
+			if _, ok := secretData[".dockerconfigjson"]; ok {
+				typ = "kubernetes.io/dockerconfigjson"
+			}
+			state = resource.PropertyMap{"data": resource.MakeSecret(resource.NewProperty(data)), "type": resource.NewProperty(typ)}
 		}
 	}
 	parentType := tokens.Type("")

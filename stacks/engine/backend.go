@@ -37,6 +37,15 @@ type Options struct {
 	// MaxConcurrent bounds operations running at once across all stacks (each is a CLI
 	// process plus provider plugins). Default 4. Further operations wait for a slot.
 	MaxConcurrent int
+	// MaxPerNamespace bounds the operations of one share (ShareOf: a tenant's namespace, or
+	// the platform's own stacks) running at once, so one team cannot hold every slot (see
+	// fairshare.go). Default DefaultMaxPerNamespace(MaxConcurrent); above MaxConcurrent it
+	// is MaxConcurrent (no per-share limit).
+	MaxPerNamespace int
+	// Deadlines bound how long one operation of a kind may run once it has its slot; at the
+	// deadline it is canceled (CancelGrace applies) and fails with ErrDeadline. Kinds left
+	// out get DefaultDeadlines; unknown kinds and non-positive durations are refused.
+	Deadlines map[OpKind]time.Duration
 	// Env is added to every CLI invocation (e.g. AWS_ACCESS_KEY_ID for an s3:// backend).
 	Env map[string]string
 	// CancelGrace is how long a canceled operation may take to wind down after SIGINT (Pulumi
@@ -147,6 +156,13 @@ func resolveOptions(o Options) (*resolved, error) {
 	}
 	if r.MaxConcurrent <= 0 {
 		r.MaxConcurrent = 4
+	}
+	if r.MaxPerNamespace <= 0 {
+		r.MaxPerNamespace = DefaultMaxPerNamespace(r.MaxConcurrent)
+	}
+	r.MaxPerNamespace = min(r.MaxPerNamespace, r.MaxConcurrent)
+	if r.Deadlines, err = resolveDeadlines(o.Deadlines); err != nil {
+		return nil, err
 	}
 	if r.ClaimWait <= 0 {
 		r.ClaimWait = 10 * time.Second

@@ -146,7 +146,7 @@ type Engine struct {
 	mu      sync.Mutex
 	slots   map[string]*slot
 	readWS  auto.Workspace
-	sem     chan struct{}
+	fair    *fairQueue // the global and per-share slots (fairshare.go)
 	closed  chan struct{}
 	running sync.WaitGroup
 	once    sync.Once
@@ -167,7 +167,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		opts:   r,
 		red:    newRedactor(nil),
 		slots:  map[string]*slot{},
-		sem:    make(chan struct{}, r.MaxConcurrent),
+		fair:   newFairQueue(r.MaxConcurrent, r.MaxPerNamespace),
 		closed: make(chan struct{}),
 	}
 	if r.passphrase != nil {
@@ -458,7 +458,7 @@ func (e *Engine) awaitOwner(ctx context.Context, op OpKind, sw *stackWorkspace, 
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
-			return &OpError{Op: op, Stack: name, Kind: ErrCanceled, ctxErr: ctx.Err(), Detail: "waiting for the stack's owner"}
+			return ctxError(ctx, op, name, "waiting for the stack's owner")
 		case <-time.After(200 * time.Millisecond):
 		}
 		current, err := e.listTags(ctx, sw, name)

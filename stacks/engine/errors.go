@@ -35,6 +35,13 @@ var (
 	// ErrCanceled: the caller's context ended the operation (context.Canceled or
 	// context.DeadlineExceeded is in the chain too).
 	ErrCanceled = errors.New("operation canceled")
+	// ErrDeadline: the operation ran longer than its kind's deadline (Options.Deadlines) and
+	// the engine canceled it; Detail names the kind and the deadline. It is deliberately not
+	// ErrCanceled: a cancellation is a caller's choice and is retried as if nothing failed
+	// (the operator re-runs it at once), while an operation that overran its deadline failed,
+	// and a retry at once would take its slot for another full deadline. Callers treat it as
+	// a failure: the operator retries with backoff, the HTTP API answers 504, the CLI exits 1.
+	ErrDeadline = errors.New("operation deadline exceeded")
 	// ErrFailed: the operation ran and failed (a resource or the program failed).
 	ErrFailed = errors.New("stack operation failed")
 	// ErrClosed: the engine was closed.
@@ -101,7 +108,17 @@ func classify(ctx context.Context, op OpKind, stack string, err error, red *reda
 	stderr := stderrOf(raw)
 	switch {
 	case ctx.Err() != nil:
-		e.Kind, e.ctxErr = ErrCanceled, ctx.Err()
+		ce := ctxError(ctx, op, stack, "")
+		e.Kind, e.ctxErr = ce.Kind, ce.ctxErr
+		if ce.Kind == ErrDeadline {
+			// The deadline is the whole story; the CLI's last lines follow it.
+			if d := red.redact(summarize(stderr, diag)); d != "" {
+				e.Detail = ce.Detail + "; " + d
+			} else {
+				e.Detail = ce.Detail
+			}
+			return e
+		}
 	case isLockConflict(err):
 		e.Kind = ErrConflict
 		e.Owners = parseLockOwners(stderr)

@@ -25,6 +25,9 @@ import (
 // changes nothing, and a CI diff should not fail because the operator happens to be
 // reconciling.
 //
+// Beyond the stack slot, every operation takes one of the engine's global slots, shared fairly
+// between namespaces (fairshare.go), and holds it at most its kind's deadline (deadline.go).
+//
 // Across processes and hosts, Pulumi's backend lock (a lock file in the state bucket) decides.
 // A lock held by a live process is ErrConflict. A lock whose owner is provably gone is broken,
 // that one lock and no other: see lockowners.go.
@@ -46,38 +49,59 @@ func (e *Engine) slotFor(stack string) *slot {
 	return s
 }
 
-// acquire takes the stack slot (failing fast or waiting, see above) and then a global slot.
-func (e *Engine) acquire(ctx context.Context, op OpKind, stack string, wait bool) (*slot, func(), error) {
+// acquire takes the stack slot (failing fast or waiting, see above), then a global slot
+// through the fair queue (fairshare.go), and starts the operation's deadline (deadline.go).
+// The operation runs under the returned context; release ends it and frees both slots.
+//
+// The stack slot comes first, as before: a conflict on the stack fails fast without queueing,
+// and a waiting preview holds only its own stack. The global slot is waited for without taking
+// anything, so a share at its cap holds up no other share.
+func (e *Engine) acquire(ctx context.Context, op OpKind, stack string, wait bool) (context.Context, *slot, func(), error) {
 	s := e.slotFor(stack)
 	if wait {
 		select {
 		case s.busy <- struct{}{}:
 		case <-ctx.Done():
-			return nil, nil, &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: ctx.Err(), Detail: "waiting for the stack"}
+			return nil, nil, nil, &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: ctx.Err(), Detail: "waiting for the stack"}
 		case <-e.closed:
-			return nil, nil, opErr(op, stack, ErrClosed, "")
+			return nil, nil, nil, opErr(op, stack, ErrClosed, "")
 		}
 	} else {
 		select {
 		case s.busy <- struct{}{}:
 		default:
-			return nil, nil, opErr(op, stack, ErrConflict, "another operation on this stack is running in this process")
+			return nil, nil, nil, opErr(op, stack, ErrConflict, "another operation on this stack is running in this process")
 		}
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
+	opCtx, release, err := e.admit(ctx, op, stack)
+	if err != nil {
 		<-s.busy
-		return nil, nil, &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: ctx.Err(), Detail: "waiting for a free operation slot"}
-	case <-e.closed:
+		return nil, nil, nil, err
+	}
+	return opCtx, s, func() {
+		release()
 		<-s.busy
+	}, nil
+}
+
+// admit waits for a global slot in the fair queue under stack's share, then bounds the
+// operation by its kind's deadline. Reads that need no stack slot (readOp) come here directly.
+func (e *Engine) admit(ctx context.Context, op OpKind, stack string) (context.Context, func(), error) {
+	share := ShareOf(stack)
+	done, err := e.fair.wait(ctx, e.closed, share)
+	if errors.Is(err, errQueueClosed) {
 		return nil, nil, opErr(op, stack, ErrClosed, "")
 	}
+	if err != nil {
+		return nil, nil, &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: err,
+			Detail: fmt.Sprintf("waiting for a free operation slot (share %s: at most %d of %d at once)", share, e.fair.perShare, e.fair.global)}
+	}
 	e.running.Add(1)
-	return s, func() {
+	opCtx, stop := e.withDeadline(ctx, op)
+	return opCtx, func() {
+		stop()
 		e.running.Done()
-		<-e.sem
-		<-s.busy
+		done()
 	}, nil
 }
 

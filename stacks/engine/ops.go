@@ -26,7 +26,7 @@ import (
 // runs, a stale backend lock is broken and an interrupted earlier run is recovered.
 func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
 	var up auto.UpResult
-	res, err := e.run(ctx, OpUp, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+	res, err := e.run(ctx, OpUp, req, func(ctx context.Context, sw *stackWorkspace, col *collector, rec *Recovery) error {
 		opts := []optup.Option{optup.EventStreams(col.stream()), optup.ShowSecrets(false),
 			optup.Color("never"), optup.SuppressProgress(), optup.SuppressOutputs(), optup.Message(message(req, OpUp))}
 		if req.Plan != nil {
@@ -61,7 +61,7 @@ func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
 	if req.SavePlan {
 		req.generated = &credentialLog{}
 	}
-	res, err := e.run(ctx, OpPreview, req, func(sw *stackWorkspace, col *collector, _ *Recovery) error {
+	res, err := e.run(ctx, OpPreview, req, func(ctx context.Context, sw *stackWorkspace, col *collector, _ *Recovery) error {
 		opts := []optpreview.Option{optpreview.EventStreams(col.stream()), optpreview.Color("never"),
 			optpreview.SuppressProgress(), optpreview.SuppressOutputs()}
 		file := ""
@@ -94,7 +94,7 @@ func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
 
 // Refresh reads every resource back from the cluster into the state.
 func (e *Engine) Refresh(ctx context.Context, req Request) (*Result, error) {
-	return e.run(ctx, OpRefresh, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+	return e.run(ctx, OpRefresh, req, func(ctx context.Context, sw *stackWorkspace, col *collector, rec *Recovery) error {
 		return e.withLock(ctx, OpRefresh, sw, req.Stack, col, rec, func() error {
 			_, err := sw.st.Refresh(ctx, optrefresh.EventStreams(col.stream()), optrefresh.ShowSecrets(false),
 				optrefresh.Color("never"), optrefresh.SuppressProgress(), optrefresh.SuppressOutputs(), optrefresh.Message(message(req, OpRefresh)))
@@ -107,7 +107,7 @@ func (e *Engine) Refresh(ctx context.Context, req Request) (*Result, error) {
 // creates are recovered first, so an object an interrupted run created is destroyed too
 // instead of being orphaned.
 func (e *Engine) Destroy(ctx context.Context, req Request) (*Result, error) {
-	return e.run(ctx, OpDestroy, req, func(sw *stackWorkspace, col *collector, rec *Recovery) error {
+	return e.run(ctx, OpDestroy, req, func(ctx context.Context, sw *stackWorkspace, col *collector, rec *Recovery) error {
 		return e.withLock(ctx, OpDestroy, sw, req.Stack, col, rec, func() error {
 			_, err := sw.st.Destroy(ctx, optdestroy.EventStreams(col.stream()), optdestroy.ShowSecrets(false),
 				optdestroy.Color("never"), optdestroy.SuppressProgress(), optdestroy.SuppressOutputs(), optdestroy.Message(message(req, OpDestroy)))
@@ -129,7 +129,9 @@ func message(req Request, op OpKind) string {
 
 // run is the frame every program-running operation shares: validate, take the stack and a
 // global slot, open the stack, read the checkpoint, recover, bind credentials, run, collect.
-func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*stackWorkspace, *collector, *Recovery) error) (*Result, error) {
+// Everything after the slot, body included, runs under the operation's context (bounded by
+// its deadline, see acquire), which body receives.
+func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(context.Context, *stackWorkspace, *collector, *Recovery) error) (*Result, error) {
 	start := time.Now()
 	if err := stackname.Validate(req.Stack); err != nil {
 		return nil, &OpError{Op: op, Stack: req.Stack, Kind: ErrInvalidName, Detail: err.Error()}
@@ -144,7 +146,7 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 	if e.opts.ReadOnly && op != OpPreview {
 		return nil, opErr(op, req.Stack, ErrReadOnly, "%s is refused by a read-only engine (--read-only)", op)
 	}
-	s, release, err := e.acquire(ctx, op, req.Stack, op == OpPreview)
+	ctx, s, release, err := e.acquire(ctx, op, req.Stack, op == OpPreview)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +242,7 @@ func (e *Engine) run(ctx context.Context, op OpKind, req Request, body func(*sta
 		return nil, err
 	}
 	col.deliver(Event{Kind: EventStart, Message: fmt.Sprintf("%s %s", op, req.Stack), Resources: info.resources})
-	err = body(sw, col, rec)
+	err = body(ctx, sw, col, rec)
 	if op != OpPreview {
 		e.pruneHistory(ctx, req.Stack)
 	}
@@ -278,7 +280,7 @@ func (e *Engine) Remove(ctx context.Context, stack string, force bool) error {
 	if e.opts.ReadOnly {
 		return opErr(OpRemove, stack, ErrReadOnly, "remove is refused by a read-only engine (--read-only)")
 	}
-	s, release, err := e.acquire(ctx, OpRemove, stack, false)
+	ctx, s, release, err := e.acquire(ctx, OpRemove, stack, false)
 	if err != nil {
 		return err
 	}
@@ -334,7 +336,8 @@ func (e *Engine) reader(ctx context.Context) (auto.Workspace, error) {
 	return ws, nil
 }
 
-// readOp bounds read-only CLI work by the global limit too (each is a CLI process).
+// readOp bounds read-only CLI work by the global and per-share limits too (each is a CLI
+// process).
 func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(auto.Workspace) error) error {
 	if stack != "" {
 		if err := stackname.Validate(stack); err != nil {
@@ -342,14 +345,11 @@ func (e *Engine) readOp(ctx context.Context, op OpKind, stack string, fn func(au
 		}
 	}
 	e.repairBackend(stack)
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return &OpError{Op: op, Stack: stack, Kind: ErrCanceled, ctxErr: ctx.Err()}
-	case <-e.closed:
-		return opErr(op, stack, ErrClosed, "")
+	ctx, release, err := e.admit(ctx, op, stack)
+	if err != nil {
+		return err
 	}
-	defer func() { <-e.sem }()
+	defer release()
 	ws, err := e.reader(ctx)
 	if err != nil {
 		return opErr(op, stack, ErrFailed, "workspace: %v", err)

@@ -27,6 +27,13 @@ type Namespaces interface {
 	Namespace(ctx context.Context, name, stack string) (*stacks.NamespaceState, error)
 }
 
+// APIServers is what reads where the cluster's API server answers (stacks.APIServer). A
+// Parents that also implements it (the runner's) gets a cluster's program the addresses its
+// egress policy needs; without it (rendering) the cluster exports none.
+type APIServers interface {
+	APIServer(ctx context.Context) (stacks.APIServer, error)
+}
+
 // Programs are the programs of one prepared object's stacks (its Target), over the outputs
 // of its parent.
 type Programs struct {
@@ -95,9 +102,16 @@ func programOf(obj v1alpha1.Object) (kindPrograms, error) {
 // clusterPrograms: a cluster's one stack reads no parent.
 type clusterPrograms struct{ x *v1alpha1.TFRCluster }
 
-func (k clusterPrograms) programs(context.Context, Target, Parents) (*Programs, error) {
+func (k clusterPrograms) programs(ctx context.Context, _ Target, p Parents) (*Programs, error) {
+	var api stacks.APIServer
+	if r, ok := p.(APIServers); ok {
+		var err error
+		if api, err = r.APIServer(ctx); err != nil {
+			return nil, fmt.Errorf("reading the API server's addresses (default/kubernetes): %w", err)
+		}
+	}
 	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
-		return stacks.Cluster(stacks.ClusterInput{Cluster: k.x})
+		return stacks.Cluster(stacks.ClusterInput{Cluster: k.x, APIServer: api})
 	}}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,13 +93,34 @@ func TestLeastPrivilege(t *testing.T) {
 	run := runner.New(e.eng, runner.Options{Kubeconfig: kc})
 	op := runner.Op{Door: engine.ManagedByCLI}
 
+	// The API server's EndpointSlice, as a real control plane's endpoint reconciler keeps it
+	// (the local one runs without: it advertises 127.0.0.1).
+	_, err = admin.DiscoveryV1().EndpointSlices("default").Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "kubernetes", Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"172.18.0.2"}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To[int32](6443), Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	tc := standInCluster(t)
+	// Each tenant namespace gets its own pull credential, which the admin keeps in
+	// registry-creds, named after the namespace.
+	tc.Spec.ImageRegistry.TenantCredentialsNamespace = "registry-creds"
 	_, err = run.Up(ctx, tc, op)
 	require.NoError(t, err, "the cluster stack under the provisioner role")
 	x := testenv.StandInTenant("team", "least", tc.Name)
+	ns := x.TargetNamespace()
+	own := []byte(`{"auths":{"ccr.example":{"auth":"bGVhc3Q6dG9rZW4="}}}`)
+	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "registry-creds"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.CoreV1().Secrets("registry-creds").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: own}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	_, err = run.Up(ctx, x, op)
 	require.NoError(t, err, "a full tenant (charts and Roles included) as its applier")
-	ns := x.TargetNamespace()
+	pull, err := admin.CoreV1().Secrets(ns).Get(ctx, tc.Spec.ImageRegistry.TenantPullSecretName(), metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, own, pull.Data[corev1.DockerConfigJsonKey], "the namespace's own pull credential, not the cluster's")
 	srv := robotServer("bot", "7")
 	srv.Namespace, srv.Spec.TenantRef = "team", x.Name
 	_, err = run.Up(ctx, srv, op)
@@ -120,6 +142,8 @@ func TestLeastPrivilege(t *testing.T) {
 	} {
 		require.NoError(t, get())
 	}
+
+	requireEgressPolicies(ctx, t, admin, ns)
 
 	applier := as(t, opREST, tenant.ApplierUser(ns))
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
@@ -164,6 +188,14 @@ func TestLeastPrivilege(t *testing.T) {
 		},
 		"deleting its own NetworkPolicy": func() error {
 			return applier.NetworkingV1().NetworkPolicies(ns).Delete(ctx, tenant.NetworkPolicyDefaultDeny, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		},
+		"deleting its egress deny": func() error {
+			return applier.NetworkingV1().NetworkPolicies(ns).Delete(ctx, tenant.NetworkPolicyDefaultDenyEgress, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		},
+		"widening its egress allow": func() error {
+			_, err := applier.NetworkingV1().NetworkPolicies(ns).Patch(ctx, tenant.NetworkPolicyAllowEgress, types.MergePatchType,
+				[]byte(`{"spec":{"egress":[{}]}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			return err
 		},
 		"a NetworkPolicy that opens its namespace": func() error {
 			_, err := applier.NetworkingV1().NetworkPolicies(ns).Create(ctx, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}, dry)
@@ -226,4 +258,61 @@ func TestLeastPrivilege(t *testing.T) {
 	require.NoError(t, err, "the tenant is destroyed as its applier, then its applier by the provisioner")
 	_, err = admin.RbacV1().RoleBindings(ns).Get(ctx, tenant.ApplierName, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the applier's binding outlived its tenant: %v", err)
+}
+
+// requireEgressPolicies checks, with the API server, the egress policies of the tenant
+// namespace ns that the runner's cluster stack and tenant stack wrote: default deny, the
+// allow without the API server or the metadata range in its public block, and the API
+// server's allow (the "kubernetes" Service's address and the endpoints', read from this
+// control plane) for its clients only.
+func requireEgressPolicies(ctx context.Context, t *testing.T, admin kubernetes.Interface, ns string) {
+	t.Helper()
+	get := func(name string) *networkingv1.NetworkPolicy {
+		np, err := admin.NetworkingV1().NetworkPolicies(ns).Get(ctx, name, metav1.GetOptions{})
+		require.NoError(t, err, "egress policy %s in %s", name, ns)
+		return np
+	}
+	deny := get(tenant.NetworkPolicyDefaultDenyEgress)
+	require.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, deny.Spec.PolicyTypes)
+	require.Empty(t, deny.Spec.Egress)
+
+	svc, err := admin.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	require.NoError(t, err)
+	slices, err := admin.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=kubernetes"})
+	require.NoError(t, err)
+	want := map[string]bool{svc.Spec.ClusterIP + "/32": true}
+	for _, s := range slices.Items {
+		for _, ep := range s.Endpoints {
+			for _, a := range ep.Addresses {
+				want[a+"/32"] = true
+			}
+		}
+	}
+	require.Contains(t, want, "172.18.0.2/32", "the API server's endpoints")
+
+	var public []string
+	for _, r := range get(tenant.NetworkPolicyAllowEgress).Spec.Egress {
+		for _, peer := range r.To {
+			if b := peer.IPBlock; b != nil && b.CIDR == "0.0.0.0/0" {
+				public = b.Except
+			}
+		}
+	}
+	require.Contains(t, public, "169.254.0.0/16", "the metadata range is not public")
+	for cidr := range want {
+		require.Contains(t, public, cidr, "the API server is not public internet")
+	}
+
+	api := get("tfrs-allow-apiserver-cnpg")
+	require.NotNil(t, api.Spec.PodSelector.MatchExpressions, "only the CloudNativePG pods")
+	got := map[string]bool{}
+	for _, peer := range api.Spec.Egress[0].To {
+		got[peer.IPBlock.CIDR] = true
+	}
+	require.Equal(t, want, got, "the API server's addresses, as this control plane has them")
+	var ports []int32
+	for _, p := range api.Spec.Egress[0].Ports {
+		ports = append(ports, p.Port.IntVal)
+	}
+	require.ElementsMatch(t, []int32{443, 6443}, ports, "the Service's port and the endpoints'")
 }

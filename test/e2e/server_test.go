@@ -145,7 +145,7 @@ func TestServerLifecycle(t *testing.T) {
 		require.NoError(t, errs[i], "robot %s", id)
 		res := results[i]
 		t.Logf("personal server %s up: %v in %s", id, map[engine.StepOp]int(res.Changes), res.Duration)
-		r := server.Robot{Namespace: "personal-chat", ID: id, Type: "chat"}
+		r := server.Robot{Namespace: "personal-chat", ID: id, Type: "chat", DataOwner: "tenant.tfrs-system.t"} // its data is named after its tenant
 		requireRobotUp(ctx, t, cs, r, res.Outputs, 3)
 		require.Equal(t, r.Schema(), res.Outputs[stacks.ServerOutputDBSchema].Value)
 		vh, err := dyn.Resource(vhosts).Namespace("personal-chat").Get(ctx, r.Name(), metav1.GetOptions{})

@@ -226,3 +226,25 @@ spec:
       {{- include "tfrs.selector" (dict "root" .root "component" .component) | nindent 6 }}
 {{- end }}
 {{- end -}}
+
+{{/* The engine's fair share (docs/security/fair-share.md) from a component's values (dict
+"name" "operator" "v" .Values.operator): the per-namespace cap when set, and the deadlines as
+one --deadline=kind=duration,… flag (keys in order, so the rendered args are stable). The
+binary checks kinds and durations; a value that is not a string would render garbage, so it
+is refused here. */}}
+{{- define "tfrs.fairShareArgs" -}}
+{{- $name := .name }}
+{{- if .v.parallelPerNamespace }}
+- --parallel-per-namespace={{ int .v.parallelPerNamespace }}
+{{- end }}
+{{- with .v.deadlines }}
+{{- $items := list }}
+{{- range $kind, $d := . }}
+{{- if not (kindIs "string" $d) }}
+{{- fail (printf "%s.deadlines.%s: want a duration such as 45m, got %v" $name $kind $d) }}
+{{- end }}
+{{- $items = append $items (printf "%s=%s" $kind $d) }}
+{{- end }}
+- --deadline={{ join "," $items }}
+{{- end }}
+{{- end -}}
