@@ -3,6 +3,7 @@ package stacks
 import (
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/internal/pulumitest"
+	"github.com/tfrs-io/tfrs-operator/internal/upstream"
 )
 
 // The cluster's spec.egress and the API server reach every tenant namespace as its egress
@@ -92,7 +94,9 @@ func TestEgressAPIServerClientsAmongRenderedPods(t *testing.T) {
 	regs = append(regs, runTenant(t, TenantInput{Tenant: ent, Cluster: testTenantCluster}, enterpriseStack, nil).m.regs...)
 	on := ptr.To(true)
 	for _, to := range []TenantOutputs{enterpriseTenant(t), personalTenant(t)} {
-		s := newServer(func(s *v1alpha1.TFRServerSpec) { s.InitJobs = v1alpha1.InitJobs{DBInit: on, MinIOInit: on, GrafanaSA: on} })
+		s := newServer(func(s *v1alpha1.TFRServerSpec) {
+			s.InitJobs = v1alpha1.InitJobs{DBInit: on, MinIOInit: on, GrafanaSA: on}
+		})
 		regs = append(regs, runServer(t, ServerInput{Server: s, Tenant: to}).m.regs...)
 	}
 	selected := map[string]bool{}
@@ -113,4 +117,37 @@ func TestEgressAPIServerClientsAmongRenderedPods(t *testing.T) {
 	}
 	require.Equal(t, map[string]bool{"prometheus": true, "grafana-sa": true}, selected, "of %d pod templates", len(pods))
 	t.Logf("%d rendered pod templates, the API server allowed for %v", len(pods), selected)
+}
+
+// A personal job type's shared namespace keeps every robot's identity off the read ports of
+// its meshed telemetry (Jaeger's query API, Grafana); an enterprise namespace has no such policy. The policy is one the pinned Istio
+// schema accepts.
+func TestRobotsReadNoTelemetry(t *testing.T) {
+	policies := func(r *tenantRun) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, reg := range r.m.regs.All("kubernetes:security.istio.io/v1:AuthorizationPolicy") {
+			p := pulumitest.Plain(reg.Inputs)
+			out[pulumitest.At(t, p, "metadata", "name").(string)] = p
+		}
+		return out
+	}
+	ent := policies(runTenant(t, TenantInput{Tenant: newEnterprise(nil), Cluster: testTenantCluster}, enterpriseStack, nil))
+	require.NotContains(t, ent, tenant.RobotsNoTelemetryPolicy)
+	shared := policies(runTenant(t, TenantInput{Tenant: newPersonal("alice", time.Now(), nil), Cluster: testTenantCluster}, sharedChatStack(t), nil))
+	p := shared[tenant.RobotsNoTelemetryPolicy]
+	require.NotNil(t, p, "the shared namespace's policies: %v", shared)
+	require.Equal(t, map[string]any{"action": "DENY", "rules": []any{map[string]any{
+		"from": []any{map[string]any{"source": map[string]any{"principals": []any{"*-robot"}}}},
+		"to":   []any{map[string]any{"operation": map[string]any{"ports": []any{"16686", "3000"}}}},
+	}}}, p["spec"])
+
+	upstream.Require(t)
+	for _, c := range UpstreamCRDs() {
+		if c.Project != "istio" {
+			continue
+		}
+		istio, err := upstream.Load(c.Project, c.Version)
+		require.NoError(t, err)
+		require.Empty(t, upstream.Validate(istio, p["apiVersion"].(string), p["kind"].(string), p), "Istio %s", c.Version)
+	}
 }

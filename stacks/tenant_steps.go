@@ -77,8 +77,10 @@ func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resou
 	p := r.p
 	args := &tenant.NamespaceArgs{
 		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace, Quota: p.quota, Egress: p.egress,
-		Annotations:       map[string]string{AnnotationOwner: p.owner},
-		AllowedNamespaces: clusterns.Trusted(), // the mesh trusts names: the reserved ones (see clusterns)
+		// A personal job type's telemetry is every user's robots': no robot reads it.
+		RobotsReadNoTelemetry: r.t.Spec.Type == v1alpha1.TenantPersonal,
+		Annotations:           map[string]string{AnnotationOwner: p.owner},
+		AllowedNamespaces:     clusterns.Trusted(), // the mesh trusts names: the reserved ones (see clusterns)
 	}
 	if c := p.pullSecret; c != nil {
 		args.PullSecret = &tenant.PullSecret{Name: c.PullSecretName, DockerConfigJSON: secretOf(c.DockerConfigJSON)}

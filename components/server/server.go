@@ -63,7 +63,7 @@ const (
 	// AuthorizationPolicies select pods by it, so a pod is covered by the label its builder
 	// gives it (podLabels), not by a list of components.
 	LabelInbound = "tfrs.io/inbound"
-	appName      = "tfrobot-server"
+	appName      = kit.RobotAppName
 )
 
 // Values of LabelInbound.
@@ -144,7 +144,7 @@ func (r Robot) APIHost() string { return routing.UpstreamHost(r.Namespace, r.ID,
 // "cluster.local/ns/<namespace>/sa/{robot}-robot", is the robot's alone. It has no token
 // mounted and no RBAC. The suffix keeps it apart from every robot's "{robot}-grafana-sa":
 // the names of two robots end differently or have different {robot}s (Name is injective).
-func (r Robot) ServiceAccount() string { return r.Name() + "-robot" }
+func (r Robot) ServiceAccount() string { return r.Name() + kit.RobotServiceAccountSuffix }
 
 // Data names. A personal robot's data outlives its objects: the schema, bucket, Redis keys
 // and cache directory stay in the job type's shared middleware after the robot's stack is

@@ -226,3 +226,52 @@ func TestEgressWithoutAPIServer(t *testing.T) {
 	_, err = EgressPolicies(e)
 	require.ErrorContains(t, err, "not a network address")
 }
+
+// In a personal job type's shared namespace no robot reaches Prometheus (outside the mesh,
+// so the NetworkPolicies decide), while Grafana and the platform's monitoring still do and
+// robots still reach the rest of the namespace; an enterprise namespace is unchanged.
+func TestNoRobotReachesSharedPrometheus(t *testing.T) {
+	network := func(personal bool) netpol.Cluster {
+		m := &pt.Mocks{}
+		m.Run(t, func(ctx *pulumi.Context) error {
+			_, err := NewNamespace(ctx, "namespace", &NamespaceArgs{Name: "personal-chat", AllowedNamespaces: clusterns.Trusted(), RobotsReadNoTelemetry: personal})
+			return err
+		})
+		var c netpol.Cluster
+		for _, r := range m.All(networkPolicyType) {
+			np, err := netpol.Parse(pt.Plain(r.Inputs))
+			require.NoError(t, err)
+			c.Policies = append(c.Policies, np)
+		}
+		c.NamespaceLabels = platformNamespaces()
+		return c
+	}
+	robot := func(component string) netpol.Pod {
+		return netpol.Pod{Namespace: "personal-chat", Labels: map[string]string{kit.LabelName: kit.RobotAppName, kit.LabelComponent: component, kit.LabelPartOf: kit.PartOf}}
+	}
+	prometheus := netpol.Pod{Namespace: "personal-chat", Labels: prometheusPod}
+	grafana := netpol.Pod{Namespace: "personal-chat", Labels: map[string]string{kit.LabelName: "grafana"}}
+	redis := netpol.Pod{Namespace: "personal-chat", Labels: redisPod}
+	monitoring := netpol.Pod{Namespace: "observability", Labels: map[string]string{"app": "prometheus"}}
+	for _, personal := range []bool{true, false} {
+		c := network(personal)
+		for _, tc := range []struct {
+			from, to netpol.Pod
+			port     int32
+			want     bool
+		}{
+			{robot("api-worker"), prometheus, 9090, !personal},
+			{robot("robot-worker"), prometheus, 9090, !personal},
+			{robot("db-init"), prometheus, 9090, !personal},
+			{grafana, prometheus, 9090, true},
+			{monitoring, prometheus, 9090, true},
+			{robot("robot-worker"), redis, 6379, true},
+			{robot("robot-worker"), grafana, 3000, true}, // the mesh's DENY decides (telemetry.go)
+			{prometheus, robot("robot-worker"), 15020, true},
+		} {
+			got, err := c.Allowed(tc.from, tc.to, "TCP", tc.port)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got, "personal=%v: %v -> %v:%d", personal, tc.from.Labels, tc.to.Labels, tc.port)
+		}
+	}
+}

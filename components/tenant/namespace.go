@@ -57,6 +57,9 @@ type NamespaceArgs struct {
 	// provisioner. Nil: egress stays open (a cluster stack from before the policy exports
 	// none; its tenants get it on their first up after the cluster's).
 	Egress *Egress
+	// RobotsReadNoTelemetry, for a personal job type's shared namespace, keeps every robot's
+	// mesh identity away from the shared Prometheus, Jaeger query and Grafana (telemetry.go).
+	RobotsReadNoTelemetry bool
 	// Quota is the namespace's class: its LimitRange and ResourceQuotas (quota.go), made by
 	// the provisioner. Nil: none (a program run without a cluster policy, tests).
 	Quota *Quota
@@ -171,8 +174,17 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		return nil, err
 	}
 	c.Keep(pa, ap)
-	if err := c.addNetworkPolicies(ctx, name, nsName, privileged); err != nil {
+	if err := c.addNetworkPolicies(ctx, name, nsName, args.RobotsReadNoTelemetry, privileged); err != nil {
 		return nil, err
+	}
+	if args.RobotsReadNoTelemetry {
+		np, err := crs.New(ctx, name+"-robots-no-telemetry", crs.Args{
+			Metadata: meta(RobotsNoTelemetryPolicy, nsName, nil), Spec: RobotsNoTelemetry(),
+		}, privileged...)
+		if err != nil {
+			return nil, err
+		}
+		c.Keep(np)
 	}
 	if args.Egress != nil {
 		if err := c.addEgressPolicies(ctx, name, nsName, args.Egress, privileged); err != nil {

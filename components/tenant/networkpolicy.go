@@ -8,6 +8,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )
 
 // The tenant namespace's network isolation: Kubernetes NetworkPolicies, enforced by the CNI
@@ -19,8 +20,11 @@ import (
 //
 //	policy                        pods                      may be reached from
 //	tfrs-default-deny-ingress     every pod                 nobody (the deny every allow below refines)
-//	tfrs-allow-tenant             every pod                 the namespace itself; namespaces labelled
-//	                                                        tfrs.io/platform-role ingress, mesh or monitoring
+//	tfrs-allow-tenant             every pod (in a personal  the namespace itself; namespaces labelled
+//	                              job type's namespace:     tfrs.io/platform-role ingress, mesh or monitoring
+//	                              all but Prometheus)
+//	tfrs-allow-prometheus         Prometheus, personal      the namespace's pods that are not robots;
+//	                              namespaces only           the same platform roles
 //	tfrs-allow-cnpg-operator      cnpg.io/cluster pods      role cnpg-operator, TCP 8000 (status) and 5432
 //	tfrs-allow-minio-operator     v1.min.io/tenant pods     role minio-operator, TCP 9000 (MinIO API)
 //	tfrs-allow-rabbitmq-operator  RabbitMQ pods             role rabbitmq-operator, TCP 15672/15671 (management)
@@ -38,6 +42,9 @@ const (
 	NetworkPolicyDefaultDeny = "tfrs-default-deny-ingress"
 	// NetworkPolicyAllowTenant admits the namespace itself and the platform's callers.
 	NetworkPolicyAllowTenant = "tfrs-allow-tenant"
+	// NetworkPolicyAllowPrometheus, in a personal job type's shared namespace only, admits to
+	// Prometheus the namespace's pods that are not robots and the platform's callers.
+	NetworkPolicyAllowPrometheus = "tfrs-allow-prometheus"
 
 	// PlatformRoleLabel marks the platform namespaces the policies admit (clusterns').
 	PlatformRoleLabel = clusterns.PlatformRoleLabel
@@ -77,7 +84,13 @@ var OperatorPeers = []OperatorPeer{
 // children of the namespace component. Their resource and object names are the ones they had
 // when they trusted namespaces by name, so an existing tenant's policies are updated in place
 // on its next up.
-func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, opts []pulumi.ResourceOption) error {
+//
+// noRobotsToPrometheus, for a personal job type's shared namespace, takes the Prometheus pods
+// out of tfrs-allow-tenant and admits to them only the namespace's pods that are not robots
+// (Grafana) and the platform's callers (NetworkPolicyAllowPrometheus): Prometheus runs
+// outside the mesh, so this is what keeps one user's robots from reading every robot's
+// metrics (components/tenant/telemetry.go covers the meshed Jaeger and Grafana).
+func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, noRobotsToPrometheus bool, opts []pulumi.ResourceOption) error {
 	tcp := pulumi.String("TCP")
 	policy := func(suffix, policyName string, pods *metav1.LabelSelectorArgs, rules networkingv1.NetworkPolicyIngressRuleArray) error {
 		np, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+suffix, &networkingv1.NetworkPolicyArgs{
@@ -101,7 +114,19 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 		networkingv1.NetworkPolicyPeerArgs{PodSelector: &metav1.LabelSelectorArgs{}},
 		networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: rolesSelector(clusterns.CallerRoles()...)},
 	}
-	if err := policy("allow-tenant", NetworkPolicyAllowTenant, &metav1.LabelSelectorArgs{},
+	tenantPods := &metav1.LabelSelectorArgs{}
+	if noRobotsToPrometheus {
+		tenantPods = &metav1.LabelSelectorArgs{MatchExpressions: metav1.LabelSelectorRequirementArray{notIn(kit.LabelName, PrometheusService)}}
+		prometheusFrom := networkingv1.NetworkPolicyPeerArray{
+			networkingv1.NetworkPolicyPeerArgs{PodSelector: &metav1.LabelSelectorArgs{MatchExpressions: metav1.LabelSelectorRequirementArray{notIn(kit.LabelName, kit.RobotAppName)}}},
+			networkingv1.NetworkPolicyPeerArgs{NamespaceSelector: rolesSelector(clusterns.CallerRoles()...)},
+		}
+		if err := policy("allow-prometheus", NetworkPolicyAllowPrometheus, &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(appLabels(PrometheusService))},
+			networkingv1.NetworkPolicyIngressRuleArray{networkingv1.NetworkPolicyIngressRuleArgs{From: prometheusFrom}}); err != nil {
+			return err
+		}
+	}
+	if err := policy("allow-tenant", NetworkPolicyAllowTenant, tenantPods,
 		networkingv1.NetworkPolicyIngressRuleArray{networkingv1.NetworkPolicyIngressRuleArgs{From: from}}); err != nil {
 		return err
 	}
@@ -125,6 +150,11 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 		}
 	}
 	return nil
+}
+
+// notIn is a label requirement "key NotIn values" (a pod without key matches).
+func notIn(key string, values ...string) metav1.LabelSelectorRequirementArgs {
+	return metav1.LabelSelectorRequirementArgs{Key: pulumi.String(key), Operator: pulumi.String("NotIn"), Values: pulumi.ToStringArray(values)}
 }
 
 // rolesSelector selects the platform namespaces of roles (by PlatformRoleLabel).

@@ -1,5 +1,7 @@
 package crs
 
+import "strconv"
+
 // API versions of the Istio kinds TFRS creates.
 const (
 	IstioNetworkingV1 = "networking.istio.io/v1"
@@ -323,7 +325,18 @@ type LabelSelector struct {
 // WhenHeaderNot).
 type Rule struct {
 	From []RuleFrom  `json:"from,omitempty"`
+	To   []RuleTo    `json:"to,omitempty"`
 	When []Condition `json:"when,omitempty"`
+}
+
+// RuleTo is a rule on the request's destination.
+type RuleTo struct {
+	Operation Operation `json:"operation"`
+}
+
+// Operation is a request's destination: the workload's ports (after a Service's mapping).
+type Operation struct {
+	Ports []string `json:"ports,omitempty"`
 }
 
 // RuleFrom is a rule on the request's source.
@@ -335,6 +348,7 @@ type RuleFrom struct {
 // traffic.
 type Source struct {
 	Namespaces    []string `json:"namespaces,omitempty"`
+	Principals    []string `json:"principals,omitempty"`
 	NotPrincipals []string `json:"notPrincipals,omitempty"`
 }
 
@@ -352,6 +366,16 @@ func FromNamespaces(namespaces ...string) Rule {
 // FromNotPrincipals matches requests whose mTLS peer is none of principals.
 func FromNotPrincipals(principals ...string) Rule {
 	return Rule{From: []RuleFrom{{Source: Source{NotPrincipals: principals}}}}
+}
+
+// FromPrincipalsToPorts matches requests whose mTLS peer is one of principals (Istio's exact,
+// prefix "x*" or suffix "*x" matches) to one of the workload's ports.
+func FromPrincipalsToPorts(principals []string, ports ...int) Rule {
+	var ps []string
+	for _, p := range ports {
+		ps = append(ps, strconv.Itoa(p))
+	}
+	return Rule{From: []RuleFrom{{Source: Source{Principals: principals}}}, To: []RuleTo{{Operation: Operation{Ports: ps}}}}
 }
 
 // WhenHeaderNot matches requests whose header is none of values. Envoy keys headers in

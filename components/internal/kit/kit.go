@@ -31,3 +31,11 @@ const (
 	// PartOf is the LabelPartOf value of every object TFRS labels.
 	PartOf = "tfrs"
 )
+
+// RobotServiceAccountSuffix ends the name of every robot's own ServiceAccount ("{robot}-robot"),
+// so a policy can name every robot's mesh identity ("*-robot") and no other.
+const RobotServiceAccountSuffix = "-robot"
+
+// RobotAppName is the LabelName of every robot pod (its workers and Jobs): the tenant
+// namespace's policies tell robots from the namespace's other pods by it.
+const RobotAppName = "tfrobot-server"
