@@ -150,10 +150,14 @@ func TestReplicasFailover(t *testing.T) {
 	// leader is op-b unless, on a loaded machine, op-b missed a renewal and lost the Lease to
 	// the restarted op-a: then op-b exited, and comes back as its kubelet would restart it.
 	ops := map[string]*proc{"op-a": opA, "op-b": opB}
+	startWithin := 2 * time.Minute
 	for _, name := range []string{"op-a", "op-b"} {
 		if ops[name].exited() {
 			step(fmt.Sprintf("%s had exited (%v): restarted", name, ops[name].err))
 			ops[name] = w.start(name, "operator")
+			// The restarted operator waits for the Lease and its caches before it runs
+			// anything, on the loaded machine that made it miss a renewal.
+			startWithin = 4 * time.Minute
 		}
 	}
 	require.NoError(t, w.c.Get(ctx, client.ObjectKeyFromObject(cr), cr))
@@ -164,7 +168,7 @@ func TestReplicasFailover(t *testing.T) {
 	s.Prometheus.Enabled, s.Grafana.Enabled, s.Jaeger.Enabled, s.OtelCollector.Enabled, s.Vector.Enabled = on, on, on, on, on
 	require.NoError(t, w.c.Update(ctx, cr))
 	edited := time.Now()
-	leader := w.waitRunStart(tstacks["t-cr"], "up", "", edited, 2*time.Minute)
+	leader := w.waitRunStart(tstacks["t-cr"], "up", "", edited, startWithin)
 	standby := map[string]string{"op-a": "op-b", "op-b": "op-a"}[leader]
 	time.Sleep(1500 * time.Millisecond) // the CLI holds the lock and is creating objects
 	killed := ops[leader].kill()
