@@ -33,6 +33,17 @@ import (
 // operatorIdentity makes what a real install gives the operator: a ServiceAccount bound to
 // config/rbac/provisioner_role.yaml and nothing else (no system:masters), and returns its
 // kubeconfig (a bound token) and its REST config.
+// asOperator is a new environment, the operator's identity in it (operatorIdentity) and a
+// runner acting as that identity through the CLI door: where every least-privilege test starts.
+func asOperator(t *testing.T, timeout time.Duration) (*env, kubernetes.Interface, *rest.Config, *runner.Runner, runner.Op) {
+	t.Helper()
+	e := newEnv(t, timeout)
+	admin, err := e.cp.Client()
+	require.NoError(t, err)
+	kc, opREST := operatorIdentity(e.ctx, t, e, admin)
+	return e, admin, opREST, runner.New(e.eng, runner.Options{Kubeconfig: kc}), runner.Op{Door: engine.ManagedByCLI}
+}
+
 func operatorIdentity(ctx context.Context, t *testing.T, e *env, admin kubernetes.Interface) (string, *rest.Config) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "provisioner_role.yaml"))
@@ -85,13 +96,9 @@ func as(t *testing.T, rc *rest.Config, user string) kubernetes.Interface {
 // applier, whose power the API server confines to that namespace: what a program bug or a
 // value past every check could reach is checked here with the API server's answers.
 func TestLeastPrivilege(t *testing.T) {
-	e := newEnv(t, 25*time.Minute)
+	e, admin, opREST, run, op := asOperator(t, 25*time.Minute)
 	ctx := e.ctx
-	admin, err := e.cp.Client()
-	require.NoError(t, err)
-	kc, opREST := operatorIdentity(ctx, t, e, admin)
-	run := runner.New(e.eng, runner.Options{Kubeconfig: kc})
-	op := runner.Op{Door: engine.ManagedByCLI}
+	var err error
 
 	// The API server's EndpointSlice, as a real control plane's endpoint reconciler keeps it
 	// (the local one runs without: it advertises 127.0.0.1).

@@ -19,8 +19,6 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/internal/psaprobe"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
-	"github.com/tfrs-io/tfrs-operator/stacks/engine"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
 // warnings collects the API server's warning headers of one client.
@@ -100,13 +98,9 @@ func replicaFailure(ctx context.Context, t *testing.T, c kubernetes.Interface, n
 //   - TFRS's own workloads there have their pods: the ReplicaSet and Job controllers created
 //     them, which the API server admits only if they are restricted.
 func TestPodSecurityRestricted(t *testing.T) {
-	e := newEnv(t, 25*time.Minute)
+	e, admin, opREST, run, op := asOperator(t, 25*time.Minute)
 	ctx := e.ctx
-	admin, err := e.cp.Client()
-	require.NoError(t, err)
-	kc, opREST := operatorIdentity(ctx, t, e, admin)
-	run := runner.New(e.eng, runner.Options{Kubeconfig: kc})
-	op := runner.Op{Door: engine.ManagedByCLI}
+	var err error
 
 	tc := standInCluster(t)
 	_, err = run.Up(ctx, tc, op)

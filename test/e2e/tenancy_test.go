@@ -38,13 +38,9 @@ import (
 // priority class is admitted: the scope is Exists and NotIn, not NotIn alone, which would match
 // a pod without a class (components/tenant/quota.go).
 func TestTenancyQuotaEnforced(t *testing.T) {
-	e := newEnv(t, 20*time.Minute)
+	e, admin, opREST, run, op := asOperator(t, 20*time.Minute)
 	ctx := e.ctx
-	admin, err := e.cp.Client()
-	require.NoError(t, err)
-	kc, opREST := operatorIdentity(ctx, t, e, admin)
-	run := runner.New(e.eng, runner.Options{Kubeconfig: kc})
-	op := runner.Op{Door: engine.ManagedByCLI}
+	var err error
 
 	tc := standInCluster(t)
 	tc.Spec.Tenancy.AllowedPriorityClasses = []string{"tfrs-e2e-allowed"}
