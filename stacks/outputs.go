@@ -438,6 +438,10 @@ const (
 	TenantOutputFrontURL             = "frontURL"
 	TenantOutputSharedCacheClaim     = "sharedCacheClaim"
 	TenantOutputSharedCacheDir       = "sharedCacheDir"
+
+	// TenantOutputOwnerShare is a personal job type's owner share as JSON (OwnerShare;
+	// ownershare.go), "" for none.
+	TenantOutputOwnerShare = "ownerShare"
 )
 
 // TenantOutputs are the tenant stack's outputs, typed: what a server needs to connect, and
@@ -474,6 +478,8 @@ type TenantOutputs struct {
 	GrafanaAdminSecret               string
 	VectorEndpoint, FrontURL         string
 	SharedCacheClaim, SharedCacheDir string
+	// OwnerShare is "" from a tenant without one and from a stack made before the output.
+	OwnerShare OptionalString
 }
 
 func (o *TenantOutputs) fields() outputTable {
@@ -500,6 +506,7 @@ func (o *TenantOutputs) fields() outputTable {
 		bind(TenantOutputGrafanaAdminSecret, &o.GrafanaAdminSecret),
 		bind(TenantOutputVectorEndpoint, &o.VectorEndpoint), bind(TenantOutputFrontURL, &o.FrontURL),
 		bind(TenantOutputSharedCacheClaim, &o.SharedCacheClaim), bind(TenantOutputSharedCacheDir, &o.SharedCacheDir),
+		bind(TenantOutputOwnerShare, &o.OwnerShare),
 	}
 }
 

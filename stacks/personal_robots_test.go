@@ -228,7 +228,17 @@ func TestPersonalRobotIdentityAndPolicies(t *testing.T) {
 				t.Errorf("%s: pod %s (labels %v) has no policy of its robot", who, p.what, p.labels)
 			}
 		}
+		ownerStack, err := stackname.Tenant(c.crNamespace, c.tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range r.m.all("kubernetes:apps/v1:Deployment") {
+			// The owner share counts the Deployment for its owner; the mark rolls no pod.
+			in := plainInputs(d.Inputs)
+			check(t, who+" "+d.Name+" owner label", dig(t, in, "metadata", "labels", server.LabelRobotOwner), server.OwnerLabelValue(ownerStack))
+			if _, on := dig(t, in, "spec", "template", "metadata", "labels").(map[string]any)[server.LabelRobotOwner]; on {
+				t.Errorf("%s: %s's pods carry the owner label", who, d.Name)
+			}
 			sel := map[string]string{}
 			for k, v := range dig(t, plainInputs(d.Inputs), "spec", "selector", "matchLabels").(map[string]any) {
 				sel[k] = fmt.Sprint(v)

@@ -201,6 +201,13 @@ func planServer(s *v1alpha1.TFRServer, t TenantOutputs, dataOwner string) (*serv
 	if err := p.robot.Validate(); err != nil {
 		return nil, fmt.Errorf("server %q: %w", s.Name, err)
 	}
+	if p.personal {
+		owner, err := ShareOwner(s)
+		if err != nil {
+			return nil, err
+		}
+		p.robot.ShareOwner = owner
+	}
 	user, err := confz.Parse(s.Spec.ConfzData)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", s.Name, err)
@@ -253,12 +260,22 @@ func robotDataOwner(ctx *pulumi.Context, s *v1alpha1.TFRServer, t TenantOutputs)
 	if !program.Remembered(ctx, CredentialRobotDataNames) && slices.ContainsFunc(robotCredentialNames, func(n string) bool { return program.Remembered(ctx, n) }) {
 		return "", nil
 	}
-	owner, err := stackname.Tenant(s.Namespace, s.Spec.TenantRef)
+	owner, err := ShareOwner(s)
 	if err != nil {
-		return "", fmt.Errorf("server %q: spec.tenantRef: %w", s.Name, err)
+		return "", err
 	}
 	if _, err := program.Credential(ctx, CredentialRobotDataNames); err != nil {
 		return "", err
+	}
+	return owner, nil
+}
+
+// ShareOwner is the owner of a personal robot: its personal TFRTenant's stack,
+// "tenant.<namespace>.<tenantRef>" (server.Robot.ShareOwner).
+func ShareOwner(s *v1alpha1.TFRServer) (string, error) {
+	owner, err := stackname.Tenant(s.Namespace, s.Spec.TenantRef)
+	if err != nil {
+		return "", fmt.Errorf("server %q: spec.tenantRef: %w", s.Name, err)
 	}
 	return owner, nil
 }

@@ -207,6 +207,7 @@ type tenantPlan struct {
 	retainNamespace bool
 	pullSecret      *TenantCluster // nil: no pull Secret
 	quota           *tenant.Quota  // the namespace's class (tenancy.go)
+	ownerShare      OptionalString // a personal job type's owner share (ownershare.go)
 	egress          *tenant.Egress // the cluster's egress policy (egress.go); nil: open
 	images          tenant.Images
 	jaeger          tenant.ChartRef
@@ -248,6 +249,11 @@ func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {
 	}
 	if p.quota, err = tenantQuota(t, c); err != nil {
 		return nil, err
+	}
+	if s.Type == v1alpha1.TenantPersonal {
+		if p.ownerShare, err = ownerShareOutput(c, p.quota); err != nil {
+			return nil, err
+		}
 	}
 	if err := exportSecretNameErrors(t, c); err != nil {
 		return nil, err

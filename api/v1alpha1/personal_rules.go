@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -180,6 +181,24 @@ func (p *PersonalSpec) validate(path *field.Path) field.ErrorList {
 		m := p.JobTypes[k]
 		// At jobTypes.<key>, as the API server names a field of a map entry.
 		errs = append(errs, middlewareErrors(jp.Child(k), &m)...)
+	}
+	return append(errs, p.OwnerShare.validate(path.Child("ownerShare"))...)
+}
+
+// validate: a share is positive (a zero share would refuse every robot; leave it unset for
+// no limit, or the robots unset and the amounts small).
+func (s *OwnerShare) validate(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Robots != nil && *s.Robots < 1 {
+		errs = append(errs, field.Invalid(p.Child("robots"), *s.Robots, "must be at least 1"))
+	}
+	for _, q := range []struct {
+		name string
+		q    *resource.Quantity
+	}{{"cpu", s.CPU}, {"memory", s.Memory}} {
+		if q.q != nil && q.q.Sign() <= 0 {
+			errs = append(errs, field.Invalid(p.Child(q.name), q.q.String(), "must be positive"))
+		}
 	}
 	return errs
 }

@@ -16,6 +16,8 @@ limitations under the License.
 
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/api/resource"
+
 // MaxPersonalJobTypes bounds TFRCluster.spec.personal.jobTypes.
 const MaxPersonalJobTypes = 12
 
@@ -49,4 +51,32 @@ type PersonalSpec struct {
 	// +kubebuilder:default={}
 	// +optional
 	DriftDetection DriftDetectionSpec `json:"driftDetection,omitempty"`
+
+	// OwnerShare is the most of a job type's namespace that the robots of one owner (one
+	// personal TFRTenant) may hold, so that no user takes the job type's quota from the
+	// others. TFRS checks it before a personal TFRServer runs, at every door. Unset fields
+	// set no limit.
+	// +optional
+	OwnerShare OwnerShare `json:"ownerShare,omitempty"`
 }
+
+// OwnerShare is one owner's share of a personal job type's namespace. CPU and memory are
+// the limits of the owner's robots' workers (API and robot worker Deployments), summed over
+// replicas and containers; a container without a limit counts with the namespace's LimitRange
+// default, which the API server gives it.
+type OwnerShare struct {
+	// Robots is the most robots (TFRServers) one owner may run in a job type.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	Robots *int32 `json:"robots,omitempty"`
+	// CPU is the most CPU (limits) the workers of one owner's robots may hold together.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// Memory is the most memory (limits) the workers of one owner's robots may hold together.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// IsZero: no limit at all.
+func (s OwnerShare) IsZero() bool { return s.Robots == nil && s.CPU == nil && s.Memory == nil }

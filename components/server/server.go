@@ -96,6 +96,24 @@ type Robot struct {
 	// and id maps to other names and never inherits this one's data. "" keeps the legacy
 	// names, "{robot}" alone: robots whose data predates owner-named data (see DataName).
 	DataOwner string
+	// ShareOwner is the personal tenant (its stack's name) whose share of the job type's
+	// namespace the robot's workers count against: LabelRobotOwner on its Deployments.
+	// Unlike DataOwner it is set for every personal robot, legacy data names or not; ""
+	// for an enterprise robot.
+	ShareOwner string
+}
+
+// LabelRobotOwner marks a personal robot's Deployments with its owner (OwnerLabelValue of
+// Robot.ShareOwner), so the runner can list what one owner runs in a shared namespace and
+// hold it to the cluster's spec.personal.ownerShare (stacks/ownershare.go). It is on the
+// Deployments only, not on their pods: adding it rolls no pod.
+const LabelRobotOwner = "tfrs.io/robot-owner"
+
+// OwnerLabelValue is LabelRobotOwner's value for owner: dataHashLength characters of base32
+// of SHA-256 over the owner, a valid label value whatever the owner's length.
+func OwnerLabelValue(owner string) string {
+	sum := sha256.Sum256([]byte("robot-owner\x00" + owner))
+	return dataHash.EncodeToString(sum[:])[:dataHashLength]
 }
 
 // OwnerAnnotation on a robot's API Service names the server stack that owns the robot's names
@@ -247,6 +265,18 @@ func (r Robot) policySelector(in string) map[string]string {
 // meta is the metadata of one of the robot's objects.
 func (r Robot) meta(name, component string) *metav1.ObjectMetaArgs {
 	return r.metaNamed(pulumi.String(name), component)
+}
+
+// workloadMeta is meta for one of the robot's Deployments: with LabelRobotOwner when the
+// robot has a ShareOwner.
+func (r Robot) workloadMeta(name, component string) *metav1.ObjectMetaArgs {
+	m := r.meta(name, component)
+	if r.ShareOwner != "" {
+		l := r.Labels(component)
+		l[LabelRobotOwner] = OwnerLabelValue(r.ShareOwner)
+		m.Labels = pulumi.ToStringMap(l)
+	}
+	return m
 }
 
 // metaNamed is meta with a computed name (contentName).

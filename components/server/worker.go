@@ -157,7 +157,7 @@ func newWorkerDeployment(ctx *pulumi.Context, parent pulumi.Resource, resourceNa
 ) (*appsv1.Deployment, error) {
 	r := a.Robot
 	return appsv1.NewDeployment(ctx, resourceName, &appsv1.DeploymentArgs{
-		Metadata: r.meta(deployment, component),
+		Metadata: r.workloadMeta(deployment, component),
 		Spec: &appsv1.DeploymentSpecArgs{
 			Replicas: pulumi.Int(a.Replicas),
 			Selector: &metav1.LabelSelectorArgs{MatchLabels: pulumi.ToStringMap(r.selector(component))},

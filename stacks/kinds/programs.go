@@ -186,6 +186,17 @@ func (k serverPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 		if errs := RobotClaimErrors(robot, t.Stack, exists, owner); len(errs) > 0 {
 			return nil, &InvalidError{Errors: errs}
 		}
+		share, err := tenant.Share()
+		if err != nil {
+			return nil, t.parentErr(err)
+		}
+		errs, err := ownerShareErrors(ctx, p, k.x, robot, share)
+		if err != nil {
+			return nil, err
+		}
+		if len(errs) > 0 {
+			return nil, &InvalidError{Errors: errs}
+		}
 	}
 	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
 		return stacks.Server(stacks.ServerInput{Server: k.x, Tenant: tenant})

@@ -14,7 +14,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/server"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
 // Robots reads a robot's API Service in its namespace: whether it exists and the stack its
@@ -33,4 +35,31 @@ func RobotClaimErrors(r server.Robot, stack string, exists bool, owner string) f
 	return field.ErrorList{field.Forbidden(field.NewPath("spec", "robotId"), fmt.Sprintf(
 		"robot %s/%s is %q in namespace %s, which belongs to server stack %s: another TFRServer runs this robot; pick another robotId",
 		r.Type, r.ID, r.Name(), r.Namespace, owner))}
+}
+
+// Owners lists the Deployments of one owner's robots in a namespace: those labelled
+// server.LabelRobotOwner with ownerLabel (server.OwnerLabelValue of the owner). A Parents
+// that implements it holds personal robots to their job type's owner share
+// (stacks/ownershare.go); the runner's does.
+type Owners interface {
+	OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error)
+}
+
+// ownerShareErrors refuses the personal server s, robot r, when its owner's robots would
+// exceed the share of its tenant's job type. No share (nil), or a Parents that cannot list
+// workloads, checks nothing.
+func ownerShareErrors(ctx context.Context, p Parents, s *v1alpha1.TFRServer, r server.Robot, share *stacks.OwnerShare) (field.ErrorList, error) {
+	o, ok := p.(Owners)
+	if share == nil || !ok {
+		return nil, nil
+	}
+	owner, err := stacks.ShareOwner(s)
+	if err != nil {
+		return nil, err
+	}
+	current, err := o.OwnerWorkloads(ctx, r.Namespace, server.OwnerLabelValue(owner))
+	if err != nil {
+		return nil, fmt.Errorf("spec.tenantRef: listing the owner's robots in %s: %w", r.Namespace, err)
+	}
+	return share.ShareErrors(owner, r.Name(), current, stacks.ServerWorkloads(r.Name(), &s.Spec)), nil
 }

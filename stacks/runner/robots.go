@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	cserver "github.com/tfrs-io/tfrs-operator/components/server"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
 // Robot names (stacks/kinds/robots.go): before a server's programs run, the runner reads the
@@ -42,4 +45,55 @@ func (k *kubeNamespaces) ServiceOwner(ctx context.Context, namespace, name strin
 		return false, "", err
 	}
 	return true, svc.Annotations[cserver.OwnerAnnotation], nil
+}
+
+// WorkloadLister lists the Deployments of one robot owner (kinds.Owners). A NamespaceGetter
+// given in Options.Namespaces that implements it is used; one that does not (a test fake)
+// lists none, and the owner share counts only the robot being run.
+type WorkloadLister interface {
+	OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error)
+}
+
+// OwnerWorkloads implements kinds.Owners.
+func (p ownershipParents) OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error) {
+	get, err := p.r.namespaceGetter()
+	if err != nil {
+		return nil, err
+	}
+	l, ok := get.(WorkloadLister)
+	if !ok {
+		return nil, nil
+	}
+	return l.OwnerWorkloads(ctx, namespace, ownerLabel)
+}
+
+func (k *kubeNamespaces) OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error) {
+	sel := labels.SelectorFromSet(labels.Set{cserver.LabelRobotOwner: ownerLabel}).String()
+	var out []stacks.Workload
+	opts := metav1.ListOptions{LabelSelector: sel}
+	for {
+		list, err := k.c.AppsV1().Deployments(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range list.Items {
+			out = append(out, workloadOf(&d))
+		}
+		if opts.Continue = list.Continue; opts.Continue == "" {
+			return out, nil
+		}
+	}
+}
+
+// workloadOf is what a Deployment holds for the owner share: its replicas (1 when unset, the
+// API server's default) and its containers' limits, under its robot's instance label.
+func workloadOf(d *appsv1.Deployment) stacks.Workload {
+	w := stacks.Workload{Robot: d.Labels[cserver.LabelInstance], Replicas: 1}
+	if d.Spec.Replicas != nil {
+		w.Replicas = *d.Spec.Replicas
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		w.Limits = append(w.Limits, c.Resources.Limits)
+	}
+	return w
 }
