@@ -15,8 +15,8 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
-// sourceFlags configure the source policy of a door (see internal/sourcepolicy and the
-// README's "Source policy"). Defaults differ by door: the HTTP API allows no local path and
+// sourceFlags configure the source policy of a door (see internal/sourcepolicy and
+// docs/configuration.md, "Source policy"). Defaults differ by door: the HTTP API allows no local path and
 // Secrets from tfrs-system only; the CLI allows any local path (a CI user owns their disk) and
 // any Secret namespace; the operator allows no local path and any Secret namespace (only a
 // cluster admin can create a cluster-scoped TFRCluster). Hosts default to the pinned upstream
