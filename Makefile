@@ -1,5 +1,6 @@
 # TFRS Operator. `make demo` runs the main job on a local control plane; `make test` runs every
-# test. Both build what they need first. Tools come from the Go module proxy only (hack/tools).
+# test, `make unit` the fast tier alone. Each builds what it needs first. Tools come from the Go
+# module proxy only (hack/tools).
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := build
@@ -12,9 +13,12 @@ export PULUMI_SKIP_UPDATE_CHECK := true
 
 GO_TEST_FLAGS ?= -count=1 -timeout 45m
 PKGS ?= ./...
+# The test tiers are build tags (hack/test.sh): unit (untagged), integration, e2e.
+TEST_TAGS := integration,e2e
+TEST_ENV = GO_TEST_FLAGS="$(GO_TEST_FLAGS)" PKGS="$(PKGS)"
 
 
-.PHONY: build image tools generate manifests verify-generated test unit fmt vet lint bench demo smoke e2e clean-tools
+.PHONY: build image tools generate manifests verify-generated test unit integration test-e2e fmt vet bench demo smoke clean-tools
 
 # What `tfrs version` prints; override with `make build VERSION=v1.2.3`.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -63,20 +67,30 @@ verify-generated: generate manifests ## fails when generated files are stale
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
 
-vet:
-	go vet ./...
+vet: ## every tier's files
+	go vet -tags $(TEST_TAGS) ./...
 
-test: tools ## unit + integration tests (real control plane, Pulumi engine, S3 server)
-	bash hack/test.sh $(GO_TEST_FLAGS) $(PKGS)
+# Each test target ends with `tests: N passed, N failed, N skipped` and prints each tier's time.
+unit: ## the unit tier: no external process (every tool is a tripwire), no tools needed
+	$(TEST_ENV) bash hack/test.sh unit
+
+integration: ## the integration tier alone: real control plane, Pulumi CLI and provider, S3 server, helm
+	$(TEST_ENV) bash hack/test.sh integration
+
+test-e2e: ## the end-to-end suites alone (test/e2e)
+	$(TEST_ENV) bash hack/test.sh e2e
+
+test: ## every test once, what CI runs: unit first, then the tools, integration and e2e
+	$(TEST_ENV) bash hack/test.sh unit integration e2e
 
 # BENCH_FLAGS: e.g. -rounds 1 -scale 1,10 -idle 10 for a quick look (see go run ./test/bench -h).
 BENCH_FLAGS ?=
 bench: tools build ## tfrs against the floor (kubectl), idle cost, scale, memory: table on stdout and in bench-results.md
 	go run ./test/bench -tfrs bin/tfrs -out bench-results.md $(BENCH_FLAGS)
 	@echo; echo "engine micro-benchmarks (CLI processes and time per operation):"
-	go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./stacks/engine/ | tee bench-engine.txt
+	go test -tags $(TEST_TAGS) -run '^$$' -bench . -benchtime 3x -timeout 30m ./stacks/engine/ | tee bench-engine.txt
 	@echo; echo "failover (2 operators + 2 API replicas on one S3 backend; leader SIGKILLed mid-update):"
-	@go test -count=1 -run '^TestReplicasFailover$$' -v -timeout 15m ./test/e2e/ > bench-failover.log 2>&1; rc=$$?; \
+	@go test -tags $(TEST_TAGS) -count=1 -run '^TestReplicasFailover$$' -v -timeout 15m ./test/e2e/ > bench-failover.log 2>&1; rc=$$?; \
 	  grep -E 'BENCH|run +[0-9]|^(--- |ok|FAIL)' bench-failover.log | tee bench-failover.txt; exit $$rc
 
 demo: tools build ## the main job on the embedded default: a local control plane + file:// state, the whole story

@@ -1,3 +1,5 @@
+//go:build integration
+
 package operator
 
 import (
@@ -18,7 +20,9 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
 // The approval gate on the local control plane with the real engine: a Manual cluster (Helm
@@ -94,7 +98,7 @@ func TestApprovalGate(t *testing.T) {
 		plan = cl.Status.PendingPlan
 		t.Logf("cluster plan %s: %v", plan.ID, plan.Changes)
 		assert.NotZero(t, plan.Changes["create"])
-		assert.Equal(t, waitManual, plan.Reason)
+		assert.Equal(t, string(approval.ReasonManual), plan.Reason)
 		assert.Equal(t, v1alpha1.ReasonAwaitingApproval, cond(cl, v1alpha1.ConditionReady).Reason)
 		res, err := op.eng.Resources(ctx, "cluster.gate")
 		require.NoError(t, err)
@@ -207,7 +211,7 @@ func TestApprovalGate(t *testing.T) {
 		timed(t, "data-loss plan", func() { e.waitFor(t, tn, 5*time.Minute, "a pending plan", pendingFor(tn, tn.Generation)) })
 		p := tn.Status.PendingPlan
 		t.Logf("data-loss plan %s: %v %v", p.ID, p.Changes, p.DataLoss)
-		assert.Equal(t, waitDataLoss, p.Reason)
+		assert.Equal(t, string(approval.ReasonDataLoss), p.Reason)
 		assert.Contains(t, strings.Join(p.DataLoss, "\n"), "delete "+diff.TypeCNPGCluster+" ")
 		msg := cond(tn, v1alpha1.ConditionApproved).Message
 		assert.Contains(t, msg, "kubectl annotate tfrtenant gated tfrs.io/approve="+p.ID)
@@ -222,9 +226,8 @@ func TestApprovalGate(t *testing.T) {
 		timed(t, "tenant destroyed", func() { e.waitGone(t, tn, 5*time.Minute) })
 		require.NoError(t, e.c.Delete(ctx, cl))
 		timed(t, "cluster destroyed", func() { e.waitGone(t, cl, 5*time.Minute) })
-		_, found, err := planBook{store: op.eng}.read(ctx, "tenant."+itNamespace+".gated")
-		require.NoError(t, err)
-		assert.False(t, found, "the destroyed tenant's pending plan is gone")
+		_, err := approval.NewStore(op.eng, engine.ManagedByOperator).Pending(ctx, "tenant."+itNamespace+".gated")
+		assert.ErrorIs(t, err, approval.ErrNoPending, "the destroyed tenant's pending plan is gone")
 	})
 }
 

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
@@ -39,7 +39,7 @@ func TestDecideApproval(t *testing.T) {
 	// waiting: a plan for generation 3 waits for approval.
 	waiting := func(mut ...func(*v1alpha1.StackStatus)) *v1alpha1.StackStatus {
 		return applied(append([]func(*v1alpha1.StackStatus){func(st *v1alpha1.StackStatus) {
-			st.PendingPlan = &v1alpha1.PendingPlan{ID: planID, Generation: 3, Reason: waitManual}
+			st.PendingPlan = &v1alpha1.PendingPlan{ID: planID, Generation: 3, Reason: string(approval.ReasonManual)}
 			setPhase(st, 3, phase{ready: metav1.ConditionFalse, reason: v1alpha1.ReasonAwaitingApproval})
 		}}, mut...)...)
 	}
@@ -111,46 +111,32 @@ func TestDecideApproval(t *testing.T) {
 	})
 }
 
-// gate: which previewed changes wait.
-func TestGate(t *testing.T) {
+// status.pendingPlan shows a waiting record: its id, counts and data-loss list. (The gate
+// rule itself is tested in stacks/approval.)
+func TestPendingPlanOf(t *testing.T) {
 	change := func(op engine.StepOp, typ string) diff.Change {
 		c := diff.Change{Stack: "tenant.default.acme", Op: op, Type: typ, Name: "x"}
 		c.DataLoss = diff.IsDataLoss(c)
 		return c
 	}
-	report := func(cs ...diff.Change) *diff.Report {
-		r := &diff.Report{Changes: cs}
-		for _, c := range cs {
-			if c.DataLoss {
-				r.DataLoss = append(r.DataLoss, c)
-			}
+	rep := &diff.Report{}
+	for _, c := range []diff.Change{change(engine.StepUpdate, "kubernetes:apps/v1:Deployment"),
+		change(engine.StepReplace, diff.TypePVC), change(engine.StepDelete, diff.TypeCNPGCluster)} {
+		rep.Changes = append(rep.Changes, c)
+		if c.DataLoss {
+			rep.DataLoss = append(rep.DataLoss, c)
 		}
-		return r
 	}
-	update := change(engine.StepUpdate, "kubernetes:apps/v1:Deployment")
-	replacePVC := change(engine.StepReplace, diff.TypePVC)
-	deletePG := change(engine.StepDelete, diff.TypeCNPGCluster)
-	cases := []struct {
-		mode v1alpha1.ApprovalMode
-		rep  *diff.Report
-		want string
-	}{
-		{v1alpha1.ApprovalAuto, report(replacePVC), ""},
-		{v1alpha1.ApprovalManual, report(update), waitManual},
-		{v1alpha1.ApprovalManual, report(), ""}, // nothing to review
-		{v1alpha1.ApprovalOnDataLoss, report(update), ""},
-		{v1alpha1.ApprovalOnDataLoss, report(update, replacePVC), waitDataLoss},
-		{v1alpha1.ApprovalOnDataLoss, report(deletePG), waitDataLoss},
-		{v1alpha1.ApprovalOnDataLoss, report(change(engine.StepReplace, "kubernetes:core/v1:Secret")), ""},
-	}
-	for _, tc := range cases {
-		assert.Equal(t, tc.want, gate(tc.mode, tc.rep), "%s over %v", tc.mode, tc.rep.Changes)
-	}
-
-	p := pendingPlanOf("0123456789abcdef", 4, waitDataLoss, report(update, replacePVC, deletePG), metav1.NewTime(time.Unix(0, 0)))
+	own := &engine.Plan{ID: "0123456789abcdef", Stack: "tenant.default.acme"}
+	rec := approval.NewRecord(own.Stack, map[string]*engine.Plan{own.Stack: own}, approval.ReasonDataLoss, rep, 4, time.Unix(0, 0))
+	p := pendingPlanOf(rec, metav1.NewTime(time.Unix(0, 0)))
+	assert.Equal(t, "0123456789abcdef", p.ID)
+	assert.Equal(t, int64(4), p.Generation)
+	assert.Equal(t, string(approval.ReasonDataLoss), p.Reason)
 	assert.Equal(t, map[string]int32{"update": 1, "replace": 1, "delete": 1}, p.Changes)
 	assert.Equal(t, []string{"replace " + diff.TypePVC + " x", "delete " + diff.TypeCNPGCluster + " x"}, p.DataLoss)
 	assert.Equal(t, "1 update, 1 replace, 1 delete", planCounts(p))
+	assert.Equal(t, "spec.approval.mode OnDataLoss: stateful data would be replaced or deleted", waitText(p))
 }
 
 // memPlans is an in-memory plan store over a memblob bucket.
@@ -181,44 +167,6 @@ func (m *memPlans) DiscardPlans(_ context.Context, stack string, keep ...string)
 }
 
 func (m *memPlans) Bucket(context.Context) (*blob.Bucket, error) { return m.bkt, nil }
-
-// The plan book: a set of two stacks' plans under one id, replaced by the next proposal,
-// gone after discard.
-func TestPlanBook(t *testing.T) {
-	ctx := context.Background()
-	store := &memPlans{plans: map[string]*engine.Plan{}, bkt: memblob.OpenBucket(nil)}
-	b := planBook{store: store}
-	own, shared := "tenant.default.r1", "tenant-shared.chat"
-	p1 := &engine.Plan{ID: "1111111111111111", Stack: own}
-	s1 := &engine.Plan{ID: "2222222222222222", Stack: shared}
-	set, err := b.propose(ctx, own, map[string]*engine.Plan{own: p1, shared: s1})
-	require.NoError(t, err)
-	require.True(t, engine.ValidPlanID(set.ID))
-	assert.NotEqual(t, p1.ID, set.ID, "a set of two has an id of its own")
-
-	got, err := b.load(ctx, own, set.ID)
-	require.NoError(t, err)
-	assert.Equal(t, map[string]*engine.Plan{own: p1, shared: s1}, got)
-	_, err = b.load(ctx, own, p1.ID)
-	assert.True(t, errors.Is(err, engine.ErrPlanNotFound), "only the set's id approves it: %v", err)
-
-	// A new proposal replaces the set, and its plans.
-	p2 := &engine.Plan{ID: "3333333333333333", Stack: own}
-	set2, err := b.propose(ctx, own, map[string]*engine.Plan{own: p2})
-	require.NoError(t, err)
-	assert.Equal(t, p2.ID, set2.ID, "a single plan's id is the set's")
-	_, err = b.load(ctx, own, set.ID)
-	assert.True(t, errors.Is(err, engine.ErrPlanNotFound))
-	assert.Len(t, store.plans, 1, "the replaced set's plans are discarded")
-
-	require.NoError(t, b.discard(ctx, own))
-	_, err = b.load(ctx, own, set2.ID)
-	assert.True(t, errors.Is(err, engine.ErrPlanNotFound))
-	assert.Empty(t, store.plans)
-
-	_, err = planBook{}.propose(ctx, own, map[string]*engine.Plan{own: p1})
-	assert.ErrorIs(t, err, errNoPlanStore, "an engine without a plan store gates nothing: it refuses")
-}
 
 // planningEngine adds saved plans to the fake engine: a Preview with SavePlan saves a plan of
 // the steps it reports (steps, for the stacks named there), an Up with a plan records it and,
@@ -265,7 +213,7 @@ func (h *harness) usePlans() *planningEngine {
 		steps: map[string][]engine.Step{}}
 	h.useEngine(pe)
 	for _, r := range h.recs {
-		r.plans = planBook{store: pe}
+		r.plans = approval.NewStore(pe, engine.ManagedByOperator)
 	}
 	return pe
 }
@@ -294,7 +242,7 @@ func TestApprovalGateInTheCore(t *testing.T) {
 	h.get(c)
 	p := c.Status.PendingPlan
 	require.NotNil(t, p, "status: %+v", c.Status.Conditions)
-	assert.Equal(t, waitManual, p.Reason)
+	assert.Equal(t, string(approval.ReasonManual), p.Reason)
 	assert.Equal(t, map[string]int32{"create": 1}, p.Changes)
 	assert.Equal(t, []string{"preview cluster.main"}, h.eng.Ops(), "a Manual first up only plans")
 	assert.Equal(t, v1alpha1.ReasonAwaitingApproval, cond(c, v1alpha1.ConditionApproved).Reason)
@@ -366,7 +314,7 @@ func TestApprovalGateInTheCore(t *testing.T) {
 	h.settle(tn)
 	h.get(tn)
 	require.NotNil(t, tn.Status.PendingPlan)
-	assert.Equal(t, waitDataLoss, tn.Status.PendingPlan.Reason)
+	assert.Equal(t, string(approval.ReasonDataLoss), tn.Status.PendingPlan.Reason)
 	assert.Equal(t, []string{"delete " + diff.TypeCNPGCluster + " timescaledb-cluster"}, tn.Status.PendingPlan.DataLoss)
 	assert.Len(t, pe.applied, 3)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
@@ -45,8 +46,8 @@ type reconciler struct {
 	sources *sourcepolicy.Policy // nil: no source policy check here
 	// progressInterval bounds the status patches of a running operation's progress (progress.go).
 	progressInterval time.Duration
-	progressEvents   *eventThrottle // Progress Events per object, across its jobs
-	plans            planBook       // pending plan sets of the approval gate (approval.go)
+	progressEvents   *eventThrottle  // Progress Events per object, across its jobs
+	plans            *approval.Store // pending plan sets of the approval gate (approval.go)
 }
 
 // Reconcile: get → finalizer → deferred status patch → delete path or apply path. It never
@@ -292,7 +293,7 @@ func (r *reconciler) startDestroy(obj v1alpha1.Object, t kinds.Target) {
 		j.outcome, j.err = r.runner.Destroy(ctx, snapshot, runner.Op{Door: engine.ManagedByOperator, Sink: j.sink, Message: "tfrs operator: custom resource deleted"})
 		if j.err == nil && snapshot.GetStackStatus().PendingPlan != nil {
 			// A plan of a destroyed stack can never apply.
-			if err := r.plans.discard(ctx, t.Stack); err != nil {
+			if err := r.plans.Discard(ctx, t.Stack); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "discard the pending plans of a destroyed stack", "stack", t.Stack)
 			}
 		}

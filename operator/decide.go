@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/runner"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 )
 
 // action is what a reconcile does after looking at an object that has no operation running.
@@ -224,9 +224,9 @@ func decideRun(f facts, t timing) verdict {
 	return verdict{Action: actNone, After: t.Resync}
 }
 
-// needsPlan: runner.NeedsPlan, where an up completed when the status has its outputs' digest.
+// needsPlan: approval.NeedsPlan, where an up completed when the status has its outputs' digest.
 func needsPlan(mode v1alpha1.ApprovalMode, st *v1alpha1.StackStatus) bool {
-	return runner.NeedsPlan(mode, st.OutputsDigest != "")
+	return approval.NeedsPlan(mode, st.OutputsDigest != "")
 }
 
 // converged: the last up of the current generation succeeded.

@@ -29,6 +29,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
@@ -199,8 +201,8 @@ func (n clientNamespaces) GetNamespace(ctx context.Context, name string) (bool, 
 
 // planStoreOf is the engine's plan store; nil for an engine that keeps none (a test fake),
 // where any approval mode but Auto fails instead of applying unreviewed.
-func planStoreOf(e runner.Engine) planStore {
-	if s, ok := e.(planStore); ok {
+func planStoreOf(e runner.Engine) approval.Backend {
+	if s, ok := e.(approval.Backend); ok {
 		return s
 	}
 	return nil
@@ -208,7 +210,7 @@ func planStoreOf(e runner.Engine) planStore {
 
 func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *parentCache, o Options) *reconciler {
 	return &reconciler{
-		kind: k, client: c, runner: rn, jobs: js, digests: pc, plans: planBook{store: planStoreOf(o.Engine)},
+		kind: k, client: c, runner: rn, jobs: js, digests: pc, plans: approval.NewStore(planStoreOf(o.Engine), engine.ManagedByOperator),
 		wake:    make(chan event.GenericEvent, 1024),
 		timing:  timing{Resync: o.ResyncPeriod, ParentPoll: o.ParentPoll, BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax},
 		poll:    o.JobPoll,

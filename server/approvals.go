@@ -12,42 +12,43 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
 
-// Approvals over HTTP: "review before apply", applying exactly the reviewed plan.
+// Approvals over HTTP: "review before apply", applying exactly the reviewed plan. The rule
+// (which mode holds which change), the plan set and its store are package approval's; this
+// file is how the HTTP API shows them.
 //
 //   - POST …/{name}/preview?save=true previews (the body, or the stored spec), saves the plan of
-//     every stack the object runs on (engine.StorePlan, beside the stack in the backend) and
-//     answers the diff plus its planId: the own stack's plan id; a personal tenant's shared
-//     stack plan is kept with it (PendingPlan.Plans) and applied with it.
+//     every stack the object runs on (approval.Store, beside the stack in the backend) and
+//     answers the diff plus its planId (approval.SetID: the own stack's plan id; a personal
+//     tenant's shared stack plan is kept with it and applied with it, and then the id is
+//     derived from both).
 //   - POST …/{name}/apply {"planId": …} applies exactly that plan (202 + operation). The plan
 //     must be the resource's pending one (404 naming planId otherwise), taken on the spec
 //     stored now (a PUT since makes it stale: 409 plan-mismatch, and the plan is discarded);
 //     Pulumi refusing a step the plan does not hold fails the operation with plan-mismatch
 //     (and discards the plan). A plan applies once: after its apply ran, it is gone.
-//   - A create or PUT under spec.approval: Auto applies as before; Manual previews with saved
-//     plans and ends its operation awaiting-approval, naming the plan; OnDataLoss (the
-//     default) does the same when the plan would destroy stateful data (diff.IsDataLoss), and
-//     otherwise applies that very plan at once, so exactly the previewed change runs. A stack
+//   - A create or PUT under spec.approval: when approval.NeedsPlan, it previews with saved
+//     plans; a change approval.Gate holds (Manual: every change; OnDataLoss, the default: one
+//     that destroys stateful data) ends its operation awaiting-approval, naming the plan;
+//     any other applies that very plan at once, so exactly the previewed change runs. A stack
 //     with no update recorded holds no resources and cannot lose data: OnDataLoss brings it
 //     up directly, with no preview first.
 //
 // Saving and applying both need `update` on the resource (authz.go): a saved plan is a change
 // waiting to be applied, and saving one on a missing stack creates the (empty) stack record.
 
-// Plan reasons (PendingPlan.Reason, OperationPlan.Reason).
+// Plan reasons (OperationPlan.Reason): package approval's.
 const (
-	PlanReasonManual    = string(v1alpha1.ApprovalManual)
-	PlanReasonDataLoss  = "DataLoss"
-	PlanReasonRequested = "Requested"
+	PlanReasonManual    = string(approval.ReasonManual)
+	PlanReasonDataLoss  = string(approval.ReasonDataLoss)
+	PlanReasonRequested = string(approval.ReasonRequested)
 )
-
-// maxDataLossItems bounds the data-loss list kept with a plan (the CR status keeps as many).
-const maxDataLossItems = 64
 
 // OperationPlan is the saved plan an operation waits on or applied.
 type OperationPlan struct {
@@ -101,71 +102,34 @@ func (e *PlanIncompleteError) Error() string {
 	return fmt.Sprintf("no complete plan of %s can be saved: %s", e.What, e.Reason)
 }
 
-// hasResources: the stack exists and an update ran on it (runner.NeedsPlan's upDone). A stack
+// hasResources: the stack exists and an update ran on it (approval.NeedsPlan's upDone). A stack
 // without one is empty (a plan preview creates such a record) and has no data to lose.
 func hasResources(st *engine.StackStatus) bool {
 	return st != nil && st.Last != nil && st.Last.Kind != "destroy"
 }
 
-// savedPlans collects the plans a SavePlans preview returned, by stack. A stack the preview
-// did not reach (a skipped own stack) makes the set incomplete.
+// savedPlans is the plan set of a SavePlans preview (approval.Collect). One that does not
+// cover the own stack makes it incomplete: no plan could be approved.
 func savedPlans(r ref, out *runner.Outcome, rep *diff.Report) (map[string]*engine.Plan, error) {
-	plans := map[string]*engine.Plan{}
-	for _, s := range out.Stacks {
-		if s.Result != nil && s.Result.Plan != nil {
-			plans[s.Stack] = s.Result.Plan
-		}
-	}
-	if plans[out.Target.Stack] == nil {
-		reason := rep.Skipped
-		if reason == "" {
-			reason = "the preview returned no plan of the resource's own stack"
-		}
-		if out.Target.Shared != "" && rep.Skipped == "" && out.Own() == nil {
-			reason = "the job type's shared stack does not exist yet, so the tenant's own stack cannot be planned before it is up"
-		}
+	if reason := approval.Incomplete(out, rep); reason != "" {
 		return nil, &PlanIncompleteError{What: r.String(), Reason: reason}
 	}
-	return plans, nil
+	return approval.Collect(out)
 }
 
-// planSummary is the reviewable part of a report: counts and the data-loss list.
-func planSummary(rep *diff.Report) (map[engine.StepOp]int, []string) {
-	var loss []string
-	for _, c := range rep.DataLoss {
-		if len(loss) == maxDataLossItems {
-			break
-		}
-		loss = append(loss, fmt.Sprintf("%s %s %s", c.Op, c.Type, c.Name))
-	}
-	return rep.Counts(), loss
-}
-
-// keepPlans stores the plans in the engine's store and the pending plan beside the spec,
-// replacing the resource's previous pending plan (and discarding the own stack's older
-// plans). A personal tenant's shared stack is shared with the job type's other tenants,
-// whose pending plans hold plans of it too: its plans are never discarded wholesale.
+// keepPlans proposes the plans as the resource's pending set (approval.Store), replacing its
+// previous one, with the document they were taken for (secret values redacted, as the spec
+// store keeps it).
 func (s *Server) keepPlans(ctx context.Context, r ref, obj v1alpha1.Object, plans map[string]*engine.Plan,
-	rep *diff.Report, reason string, gen int64, opID string) (*PendingPlan, error) {
-	t := rep.Target
+	rep *diff.Report, reason approval.Reason, gen int64, opID string) (*approval.Record, error) {
 	red, had := redacted(obj)
 	doc, err := json.Marshal(documentOf(red))
 	if err != nil {
 		return nil, err
 	}
-	p := &PendingPlan{ID: plans[t.Stack].ID, Stack: t.Stack, Plans: map[string]string{}, Reason: reason,
-		Document: doc, Redacted: had, Generation: gen, Operation: opID, Created: time.Now().UTC()}
-	p.Changes, p.DataLoss = planSummary(rep)
-	for stack, pl := range plans {
-		if err := s.eng.StorePlan(ctx, pl); err != nil {
-			return nil, err
-		}
-		p.Plans[stack] = pl.ID
-	}
-	if err := s.eng.DiscardPlans(ctx, t.Stack, p.ID); err != nil {
-		s.log.Warn("older saved plans not discarded", "stack", t.Stack, "err", err)
-	}
-	if err := s.plans.PutPlan(ctx, p); err != nil {
+	p := approval.NewRecord(rep.Target.Stack, plans, reason, rep, gen, time.Now())
+	p.Document, p.Redacted, p.Operation = doc, had, opID
+	if err := s.plans.Propose(ctx, p, plans); err != nil {
 		return nil, err
 	}
 	s.log.Info("plan saved", "resource", r.href(), "plan", p.ID, "reason", reason, "changes", p.Changes, "dataLoss", len(p.DataLoss))
@@ -173,21 +137,17 @@ func (s *Server) keepPlans(ctx context.Context, r ref, obj v1alpha1.Object, plan
 }
 
 // dropPlans forgets a resource's pending plan and the engine plans behind it (after an apply
-// ran, or when it was found stale). Failures are logged: a leftover plan can no longer be
-// applied (the pending record is what apply reads first).
-func (s *Server) dropPlans(ctx context.Context, p *PendingPlan) {
-	ctx = context.WithoutCancel(ctx)
-	if err := s.plans.DeletePlan(ctx, p.Stack); err != nil {
-		s.log.Warn("pending plan not deleted", "stack", p.Stack, "err", err)
-	}
-	// The own stack's plans only (see keepPlans): the shared stack's may be other tenants'.
-	if err := s.eng.DiscardPlans(ctx, p.Stack); err != nil {
-		s.log.Warn("saved plans not discarded", "stack", p.Stack, "err", err)
+// ran, or when it was found stale, or the resource is gone). Failures are logged: a leftover
+// plan can no longer be applied (the pending record is what apply reads first).
+func (s *Server) dropPlans(ctx context.Context, stack string) {
+	if err := s.plans.Discard(context.WithoutCancel(ctx), stack); err != nil {
+		s.log.Warn("pending plan not discarded", "stack", stack, "err", err)
 	}
 }
 
-func (p *PendingPlan) view(r ref) *OperationPlan {
-	return &OperationPlan{ID: p.ID, Stacks: p.Plans, Reason: p.Reason, Changes: p.Changes, DataLoss: p.DataLoss, Apply: r.href() + "/apply"}
+// planView is the HTTP view of a pending record.
+func planView(r ref, p *approval.Record) *OperationPlan {
+	return &OperationPlan{ID: p.ID, Stacks: p.Plans, Reason: string(p.Reason), Changes: p.Changes, DataLoss: p.DataLoss, Apply: r.href() + "/apply"}
 }
 
 // gatedWork is the body of a create or update under spec.approval; rec is the spec record
@@ -198,7 +158,7 @@ func (s *Server) gatedWork(r ref, obj v1alpha1.Object, op *Operation, st *engine
 		if err != nil {
 			return nil, err
 		}
-		if !runner.NeedsPlan(mode, hasResources(st)) {
+		if !approval.NeedsPlan(mode, hasResources(st)) {
 			return s.upWork(obj, op)(ctx, sink)
 		}
 		out, err := s.run.Preview(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op), SavePlans: true})
@@ -210,23 +170,20 @@ func (s *Server) gatedWork(r ref, obj v1alpha1.Object, op *Operation, st *engine
 		if err != nil {
 			return out, err
 		}
-		// Nothing to review (no change in the cluster), or OnDataLoss and nothing lost:
-		// apply this very plan now, so exactly the previewed change runs.
-		if !rep.HasChanges() || (mode == v1alpha1.ApprovalOnDataLoss && !rep.HasDataLoss()) {
-			pv := &OperationPlan{ID: plans[out.Target.Stack].ID, Stacks: planIDs(plans)}
-			pv.Changes, _ = planSummary(rep)
+		why := approval.Gate(mode, rep)
+		if why == "" {
+			// Nothing waits (no change in the cluster, or none the mode holds): apply this
+			// very plan now, so exactly the previewed change runs.
+			pv := &OperationPlan{ID: approval.SetID(plans), Stacks: planIDs(plans)}
+			pv.Changes, _ = approval.Summarize(rep)
 			op.setPlan(pv)
 			return s.run.Up(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op), Plans: plans})
 		}
-		reason := PlanReasonManual
-		if mode == v1alpha1.ApprovalOnDataLoss {
-			reason = PlanReasonDataLoss
-		}
-		p, err := s.keepPlans(ctx, r, obj, plans, rep, reason, rec.Generation, op.id)
+		p, err := s.keepPlans(ctx, r, obj, plans, rep, why, rec.Generation, op.id)
 		if err != nil {
 			return out, err
 		}
-		return out, &awaitingApproval{plan: p.view(r)}
+		return out, &awaitingApproval{plan: planView(r, p)}
 	}
 }
 
@@ -280,7 +237,7 @@ func (h resources) savePreview(c echo.Context, r ref, t kinds.Target, obj v1alph
 	if rec != nil {
 		gen = rec.Generation
 	}
-	p, err := h.s.keepPlans(ctx, r, obj, plans, rep, PlanReasonRequested, gen, "")
+	p, err := h.s.keepPlans(ctx, r, obj, plans, rep, approval.ReasonRequested, gen, "")
 	if err != nil {
 		return err
 	}
@@ -348,9 +305,9 @@ func (h resources) apply(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := h.s.plans.GetPlan(ctx, stack)
+	p, err := h.s.plans.Pending(ctx, stack)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, approval.ErrNoPending):
 		return &PlanNotFoundError{What: r.String(), ID: req.PlanID}
 	case err != nil:
 		return err
@@ -378,7 +335,7 @@ func (h resources) apply(c echo.Context) error {
 			return nil, err
 		}
 		if stale := staleReason(p, rec, obj, plans[stack]); stale != "" {
-			h.s.dropPlans(ctx, p)
+			h.s.dropPlans(ctx, stack)
 			return nil, &PlanStaleError{What: r.String(), ID: p.ID, Reason: stale}
 		}
 		if rec == nil || !bytes.Equal(rec.Document, p.Document) {
@@ -391,12 +348,12 @@ func (h resources) apply(c echo.Context) error {
 				return nil, err
 			}
 		}
-		pv := p.view(r)
+		pv := planView(r, p)
 		pv.Apply = ""
 		op.setPlan(pv)
 		return func(ctx context.Context, sink engine.Sink) (*runner.Outcome, error) {
 			out, err := h.s.run.Up(ctx, obj, runner.Op{Door: engine.ManagedByAPI, Sink: sink, Message: opMessage(op), Plans: plans})
-			h.s.dropPlans(ctx, p) // a plan applies once, whatever the outcome
+			h.s.dropPlans(ctx, stack) // a plan applies once, whatever the outcome
 			return out, err
 		}, nil
 	})
@@ -404,7 +361,7 @@ func (h resources) apply(c echo.Context) error {
 
 // planObject is the object a pending plan applies: its document, or the one the request sent
 // (required when the plan's held secret values), checked like a PUT's.
-func (h resources) planObject(c echo.Context, r ref, p *PendingPlan, sent json.RawMessage) (v1alpha1.Object, kinds.Target, error) {
+func (h resources) planObject(c echo.Context, r ref, p *approval.Record, sent json.RawMessage) (v1alpha1.Object, kinds.Target, error) {
 	doc := p.Document
 	if len(sent) > 0 {
 		doc = sent
@@ -419,7 +376,7 @@ func (h resources) planObject(c echo.Context, r ref, p *PendingPlan, sent json.R
 // staleReason says why a pending plan may not be applied to the resource as it is now, ""
 // when it may: the stored spec changed since (a PUT, another plan applied), or the document
 // is not the one the plan was taken for.
-func staleReason(p *PendingPlan, rec *Record, obj v1alpha1.Object, own *engine.Plan) string {
+func staleReason(p *approval.Record, rec *Record, obj v1alpha1.Object, own *engine.Plan) string {
 	var gen int64
 	if rec != nil {
 		gen = rec.Generation
@@ -436,17 +393,10 @@ func staleReason(p *PendingPlan, rec *Record, obj v1alpha1.Object, own *engine.P
 
 // loadPlans reads the engine plans of a pending plan. One gone (discarded by another replica
 // meanwhile) is a plan not found.
-func (s *Server) loadPlans(ctx context.Context, r ref, p *PendingPlan) (map[string]*engine.Plan, error) {
-	plans := make(map[string]*engine.Plan, len(p.Plans))
-	for stack, id := range p.Plans {
-		pl, err := s.eng.LoadPlan(ctx, stack, id)
-		if errors.Is(err, engine.ErrPlanNotFound) {
-			return nil, &PlanNotFoundError{What: r.String(), ID: p.ID}
-		}
-		if err != nil {
-			return nil, err
-		}
-		plans[stack] = pl
+func (s *Server) loadPlans(ctx context.Context, r ref, p *approval.Record) (map[string]*engine.Plan, error) {
+	plans, err := s.plans.Plans(ctx, p)
+	if errors.Is(err, engine.ErrPlanNotFound) {
+		return nil, &PlanNotFoundError{What: r.String(), ID: p.ID}
 	}
-	return plans, nil
+	return plans, err
 }

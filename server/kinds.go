@@ -11,9 +11,9 @@ import (
 	metavalidation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // RedactedValue stands in for every secret value in responses and stored records. A request

@@ -14,7 +14,7 @@ import (
 
 // Bounds on what one client can make the server hold: requests per second and event streams
 // per token (the set of tokens is fixed, so the limiters are too), and what the operation
-// store keeps (operations.go). Unauthenticated requests hold nothing: they are answered 401
+// store keeps (registry.go). Unauthenticated requests hold nothing: they are answered 401
 // before any limiter, metric series or buffer exists for them.
 
 // ErrRateLimited answers a token over its request rate (429).

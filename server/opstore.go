@@ -15,7 +15,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 )
 
 // Operations in the state backend. The replica that runs an operation is its only writer: it

@@ -1,15 +1,16 @@
 // Package server is the HTTP door of tfrs: an echo v4 API over the same runner, engine and
 // stacks as the operator and the CLI.
 //
-// Resources are TFRClusters, TFRTenants and TFRServers (servers under their tenant). One set
-// of handlers (resources.go) serves the three: a kind adds only its URL (kinds.go); the rest is
-// the kind's own description (v1alpha1.Object) and the runner's (the door rule is
-// runner.CheckDoor, the one the runner applies). A create, update or delete returns 202 with
-// an operation (GET it, stream its events as Server-Sent Events, cancel it); a preview answers
-// synchronously with the structured diff. Every error is an RFC 7807 problem document produced
-// by one error handler. Every route but the health probes needs a bearer token (a static one,
-// or a Kubernetes one verified with TokenReview), and every request is authorized as the verb
-// on the custom resource it stands for (authz.go). See openapi.json for the contract.
+// Resources are TFRClusters, TFRTenants and TFRServers (servers under their tenant). One set of
+// handlers (resources.go, resources_read.go) serves the three: a kind adds only its URL
+// (kinds.go); the rest is the kind's own description (v1alpha1.Object) and the runner's (the
+// door rule is runner.CheckDoor, the one the runner applies). A create, update or delete
+// returns 202 with an operation (GET it, stream its events as Server-Sent Events, cancel it); a
+// preview answers synchronously with the structured diff. Every error is an RFC 7807 problem
+// document produced by one error handler. Every route but the health probes needs a bearer
+// token (a static one, or a Kubernetes one verified with TokenReview), and every request is
+// authorized as the verb on the custom resource it stands for (authz.go). See openapi.json for
+// the contract.
 package server
 
 import (
@@ -28,6 +29,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
@@ -191,7 +193,7 @@ type Server struct {
 	run    Runner
 	eng    Engine
 	specs  SpecStore
-	plans  PlanStore
+	plans  *approval.Store
 	authn  Authenticator
 	authz  Authorizer
 	ops    *registry
@@ -214,11 +216,7 @@ func New(cfg Config) *Server {
 		cfg: cfg, log: cfg.Logger, run: cfg.Runner, eng: cfg.Engine, specs: cfg.Specs,
 		m: newMetrics(cfg.Engine), closing: make(chan struct{}),
 	}
-	if ps, ok := cfg.Specs.(PlanStore); ok {
-		s.plans = ps
-	} else {
-		s.plans = &memoryPlans{}
-	}
+	s.plans = approval.NewStore(approval.OnBucket(plansBucket(cfg.Specs), cfg.Engine), engine.ManagedByAPI)
 	s.authn, s.authz = authenticators{newStaticTokens(cfg.Tokens)}, modeAuthorizer{AuthStatic: staticAuthorizer{}}
 	if cfg.Kubernetes != nil {
 		s.authn = append(s.authn.(authenticators), cfg.Kubernetes)

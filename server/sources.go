@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // DefaultSourcePolicy is the HTTP API's source policy when Config.Sources is nil, the

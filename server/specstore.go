@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Record is what the API keeps of an object sent to it: the document (apiVersion, kind,
@@ -97,7 +97,7 @@ func ImportLegacySpecs(ctx context.Context, dir string, to SpecStore) (int, erro
 type MemorySpecStore struct {
 	mu      sync.Mutex
 	recs    map[string]Record
-	pending memoryPlans
+	pending memoryPlans // the pending plans' bucket (planstore.go)
 }
 
 // NewMemorySpecStore returns an empty store.

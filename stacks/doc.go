@@ -1,7 +1,7 @@
 // Package stacks holds the Pulumi programs of the three stack levels: Cluster (TFRCluster),
 // Tenant (TFRTenant) and Server (TFRServer). Each is a pulumi.RunFunc over a typed input; the
 // engine (stacks/engine) and the doors (operator, HTTP API, CLI) run them, and this package
-// never imports the engine: stack names come from stacks/stackname, credentials and output
+// never imports the engine: stack names come from api/stackname, credentials and output
 // values from stacks/program.
 //
 // Every level has the same shape, and the shared parts live once:

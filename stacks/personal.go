@@ -29,9 +29,9 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/server"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // PersonalCacheSubPath is the directory of the job type's shared-cache volume that a personal

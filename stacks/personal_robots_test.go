@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 	"github.com/tfrs-io/tfrs-operator/components/server"
 	"github.com/tfrs-io/tfrs-operator/internal/upstream"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // robotCase is one generated personal robot: its TFRServer's namespace and tenant (the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/cluster"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
@@ -26,7 +27,6 @@ import (
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
 	"github.com/tfrs-io/tfrs-operator/stacks/confz"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Node ids of the server graph: the Pulumi names of the components and what `tfrs graph`

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 )
 
 // Default values. Each one is written twice: here and in a +kubebuilder:default marker (markers

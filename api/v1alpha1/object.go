@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 )
 
 // Kind names one of the three TFRS kinds.

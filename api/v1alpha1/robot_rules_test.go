@@ -44,9 +44,3 @@ func TestRobotTypeHasNoDash(t *testing.T) {
 		}
 	}
 }
-
-func TestCRDRobotTypeHasNoDash(t *testing.T) {
-	c := apiServer(t)
-	s := newServer(func(s *TFRServer) { s.Name, s.Spec.RobotType, s.Spec.RobotID = "dash-type", "chat-bot", "1" })
-	assertRejected(t, c.Create(t.Context(), s), []string{"spec.robotType"})
-}

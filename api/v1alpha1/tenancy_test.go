@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/api/clusterns"
 )
 
 func qp(s string) *resource.Quantity { q := resource.MustParse(s); return &q }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/demo"
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/devenv"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
-	"github.com/tfrs-io/tfrs-operator/internal/demo"
-	"github.com/tfrs-io/tfrs-operator/internal/devenv"
 )
 
 // devFlags are `tfrs dev`'s flags.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/approval"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
 )
@@ -21,21 +21,15 @@ import (
 
 const planFileSuffix = ".plan.json"
 
-// writePlans saves the plans an outcome carries, one file per stack (0600: the plan's
-// secrets are ciphertext, but it is nobody else's business).
+// writePlans saves the plans an outcome carries (approval.Saved), one file per stack (0600:
+// the plan's secrets are ciphertext, but it is nobody else's business).
 func writePlans(dir string, out *runner.Outcome) error {
-	if out == nil {
-		return nil
-	}
-	for _, s := range out.Stacks {
-		if s.Result == nil || s.Result.Plan == nil {
-			continue
-		}
-		b, err := s.Result.Plan.Encode()
+	for stack, p := range approval.Saved(out) {
+		b, err := p.Encode()
 		if err != nil {
 			return err
 		}
-		path := filepath.Join(dir, s.Stack+planFileSuffix)
+		path := filepath.Join(dir, stack+planFileSuffix)
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			return fmt.Errorf("--save-plan: %w", err)
 		}
@@ -87,21 +81,22 @@ func (s *stackRun) plansOf(p prepared) map[string]*engine.Plan {
 }
 
 // gate is the approval check of an up, before anything runs: with --plan, every object needs
-// a plan of its own stack taken for its spec; without, an object in Manual mode is refused.
-// The CLI is itself a review step (the person or pipeline that runs it), so OnDataLoss is
-// left to --fail-on-data-loss here; the operator and the HTTP API enforce it.
+// a plan of its own stack taken for its spec; without, an object whose mode reviews every
+// change (approval.ReviewsEveryChange: Manual) is refused. The CLI is itself a review step
+// (the person or pipeline that runs it), so OnDataLoss is left to --fail-on-data-loss here;
+// the operator and the HTTP API enforce it.
 func (s *stackRun) gate(ctx context.Context, p prepared) error {
 	if s.flags.plans == nil {
 		mode, err := s.runner.Approval(ctx, p.obj) // a personal tenant's: its cluster's
 		if err != nil {
 			return err
 		}
-		if mode == v1alpha1.ApprovalManual {
+		if approval.ReviewsEveryChange(mode) {
 			field := "spec.approval.mode"
 			if mode != p.obj.Approval() {
 				field = "its cluster's spec.personal.approval.mode"
 			}
-			return fmt.Errorf("%s: %s is Manual: only a reviewed plan is applied (tfrs preview --save-plan DIR, then tfrs up --plan DIR)", p.target, field)
+			return fmt.Errorf("%s: %s is %s: only a reviewed plan is applied (tfrs preview --save-plan DIR, then tfrs up --plan DIR)", p.target, field, mode)
 		}
 		return nil
 	}

@@ -63,6 +63,9 @@ func NewImageRegistry(ctx *pulumi.Context, name string, args *ImageRegistryArgs,
 		if err != nil {
 			return nil, err
 		}
+		// Listed like any child: the SDK attaches it to c only once its read is under way,
+		// so a dependant that did not find it in the list would wait for it only sometimes.
+		c.Keep(src)
 		password = src.Data.ApplyT(func(data map[string]string) (string, error) {
 			v, ok := data[ref.Key]
 			if !ok {

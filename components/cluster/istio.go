@@ -5,7 +5,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
-	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/api/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/children"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 )

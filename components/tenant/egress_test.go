@@ -10,7 +10,7 @@ import (
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfrs-io/tfrs-operator/components/cluster/clusterns"
+	"github.com/tfrs-io/tfrs-operator/api/clusterns"
 	"github.com/tfrs-io/tfrs-operator/components/internal/kit"
 	"github.com/tfrs-io/tfrs-operator/internal/netpol"
 	pt "github.com/tfrs-io/tfrs-operator/internal/pulumitest"

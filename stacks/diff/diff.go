@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/runner"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Change is one resource's planned or applied change.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 )
 
 // Fair share of the engine.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 )
 
 // The file:// backend stores blobs with gocloud's fileblob. Blobs themselves are written

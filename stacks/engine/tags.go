@@ -12,7 +12,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 )
 
 // tagsSuffix names the file in which the DIY backend keeps a stack's tags, beside its

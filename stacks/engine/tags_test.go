@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,19 +43,4 @@ func TestTaggedStacksReadsTagFiles(t *testing.T) {
 	write("tenant.d.bad.pulumi-tags", `{"version":2,"tags":{}}`)
 	_, err = e.TaggedStacks(context.Background(), "tenant.", TagParent, "cluster.main")
 	require.ErrorIs(t, err, ErrFailed)
-}
-
-// The tag files TaggedStacks reads are the ones the real CLI writes.
-func TestTaggedStacksSeesCLITags(t *testing.T) {
-	e := newEngine(t, Options{})
-	for stack, parent := range map[string]string{"tenant.tag.a": "cluster.one", "tenant.tag.b": "cluster.two"} {
-		_, err := e.Up(tctx(t, time.Minute), Request{Stack: stack, Program: emptyProgram, ManagedBy: ManagedByAPI, Tags: map[string]string{TagParent: parent}})
-		require.NoError(t, err)
-	}
-	got, err := e.TaggedStacks(context.Background(), "tenant.", TagParent, "cluster.one")
-	require.NoError(t, err)
-	assert.Equal(t, []string{"tenant.tag.a"}, got)
-	got, err = e.TaggedStacks(context.Background(), "tenant.", TagManagedBy, string(ManagedByAPI))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"tenant.tag.a", "tenant.tag.b"}, got)
 }

@@ -19,22 +19,6 @@ import (
 // nothing changes. What the spec digest cannot see (a parent's outputs, the cluster) Pulumi
 // checks step by step as the up runs (see stacks/engine/plans.go).
 
-// NeedsPlan says whether an up under mode goes through a saved plan, the one rule every
-// door applies (the operator from its status, the HTTP API from the stack's history). Auto
-// never does; Manual always does. OnDataLoss skips it while the stack holds nothing (upDone:
-// an up completed on it and no destroy since): nothing can be lost yet, and the plain up saves
-// a second program run on every first create.
-func NeedsPlan(mode v1alpha1.ApprovalMode, upDone bool) bool {
-	switch mode {
-	case v1alpha1.ApprovalAuto:
-		return false
-	case v1alpha1.ApprovalManual:
-		return true
-	default:
-		return upDone
-	}
-}
-
 // PlanMetaSpec is the plan metadata key holding the spec digest.
 const PlanMetaSpec = "spec"
 

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -23,9 +25,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/demo"
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/devenv"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
-	"github.com/tfrs-io/tfrs-operator/internal/demo"
-	"github.com/tfrs-io/tfrs-operator/internal/devenv"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/operator"
 	"github.com/tfrs-io/tfrs-operator/server"

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -7,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // standInCluster is a TFRCluster whose every source points at the project's own offline

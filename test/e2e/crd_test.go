@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e holds tests that drive the project the way a user does, against the local
 // control plane: kubectl, the tfrs binary, the HTTP API.
 package e2e

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -18,9 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/demo"
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/devenv"
 	srvcomp "github.com/tfrs-io/tfrs-operator/components/server"
-	"github.com/tfrs-io/tfrs-operator/internal/demo"
-	"github.com/tfrs-io/tfrs-operator/internal/devenv"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/operator"
 )

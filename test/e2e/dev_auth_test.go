@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -11,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfrs-io/tfrs-operator/internal/devenv"
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/devenv"
 	"github.com/tfrs-io/tfrs-operator/operator"
 )
 

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -9,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/tfrs-io/tfrs-operator/internal/devenv"
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/devenv"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/operator"
 )

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -32,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
@@ -40,7 +43,6 @@ import (
 	"github.com/tfrs-io/tfrs-operator/server"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // TestReplicasFailover is issue 18's headline: two `tfrs operator --leader-elect` and two

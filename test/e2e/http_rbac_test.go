@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -33,7 +35,7 @@ import (
 // TestHTTPKubernetesRBAC runs `tfrs serve --auth kubernetes` against the local control plane's
 // real RBAC authorizer. The API reviews as its own ServiceAccount, which holds only
 // config/rbac/api_auth_role.yaml. A platform ServiceAccount with a ClusterRole creates the
-// cluster over HTTP (run to completion); the team of internal/devenv/team-rbac.yaml (the Role
+// cluster over HTTP (run to completion); the team of cmd/tfrs/devenv/team-rbac.yaml (the Role
 // `tfrs dev` applies) creates, reads, previews and deletes a tenant in its namespace (create
 // and delete run to completion) and gets 403 in another namespace and on clusters, even with
 // a RoleBinding to the cluster-creating ClusterRole; a read-only Role gets 403 on changes and
@@ -115,7 +117,7 @@ func TestHTTPKubernetesRBAC(t *testing.T) {
 	expect(ops, http.MethodGet, "/v1/namespaces/team-a/tenants", nil, http.StatusForbidden)
 
 	// The team: the Role `tfrs dev` applies, in its namespace.
-	apply(ctx, t, rc, readRepoFile(t, "internal", "devenv", "team-rbac.yaml"))
+	apply(ctx, t, rc, readRepoFile(t, "cmd", "tfrs", "devenv", "team-rbac.yaml"))
 	team := client(token(ctx, t, admin, "team-a", "tenant-admin", audience))
 	const tenants = "/v1/namespaces/team-a/tenants"
 	tt := testenv.Lean(testenv.StandInTenant("team-a", "acme-a", tc.Name))

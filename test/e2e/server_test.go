@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/routing"
 	"github.com/tfrs-io/tfrs-operator/components/server"
@@ -24,7 +27,6 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // TestServerLifecycle brings robots up on one local control plane with the real engine:

@@ -5,10 +5,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/tfrs-io/tfrs-operator/api/stackname"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
-	"github.com/tfrs-io/tfrs-operator/stacks/stackname"
 )
 
 // Secret is the value of the secret outputs this package makes; a test asserts it never shows.

@@ -24,8 +24,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/tfrs-io/tfrs-operator/cmd/tfrs/devenv"
 	components "github.com/tfrs-io/tfrs-operator/components/server"
-	"github.com/tfrs-io/tfrs-operator/internal/devenv"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
