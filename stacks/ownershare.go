@@ -38,11 +38,9 @@ type OwnerShare struct {
 // cluster's spec.personal.ownerShare and q's default limits; "" when the cluster sets no
 // share.
 func ownerShareOutput(c TenantCluster, q *tenant.Quota) (OptionalString, error) {
-	var p v1alpha1.PersonalSpec
-	if c.Personal != "" {
-		if err := json.Unmarshal([]byte(c.Personal), &p); err != nil {
-			return "", fmt.Errorf("cluster output %q: %w", ClusterOutputPersonal, err)
-		}
+	p, err := c.PersonalSpec()
+	if err != nil {
+		return "", err
 	}
 	if p.OwnerShare.IsZero() {
 		return "", nil

@@ -25,14 +25,24 @@ func encodePersonal(p *v1alpha1.PersonalSpec) (OptionalString, error) {
 	return OptionalString(b), nil
 }
 
-// PersonalMiddleware is the shared middleware of jobType as the cluster sets it, defaulted,
-// and the cluster field it comes from (for messages).
-func (c TenantCluster) PersonalMiddleware(jobType string) (v1alpha1.TenantMiddleware, string, error) {
+// PersonalSpec is the cluster's spec.personal as its stack exported it (the zero spec from a
+// cluster stack made before the output): the one reader of ClusterOutputPersonal.
+func (c TenantCluster) PersonalSpec() (v1alpha1.PersonalSpec, error) {
 	var p v1alpha1.PersonalSpec
 	if c.Personal != "" {
 		if err := json.Unmarshal([]byte(c.Personal), &p); err != nil {
-			return v1alpha1.TenantMiddleware{}, "", fmt.Errorf("cluster output %q: %w", ClusterOutputPersonal, err)
+			return p, fmt.Errorf("cluster output %q: %w", ClusterOutputPersonal, err)
 		}
+	}
+	return p, nil
+}
+
+// PersonalMiddleware is the shared middleware of jobType as the cluster sets it, defaulted,
+// and the cluster field it comes from (for messages).
+func (c TenantCluster) PersonalMiddleware(jobType string) (v1alpha1.TenantMiddleware, string, error) {
+	p, err := c.PersonalSpec()
+	if err != nil {
+		return v1alpha1.TenantMiddleware{}, "", err
 	}
 	return p.For(jobType), p.Source(jobType), nil
 }

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tfrs-io/tfrs-operator/api/stackname"
@@ -26,9 +25,9 @@ func (r *Runner) Approval(ctx context.Context, obj v1alpha1.Object) (v1alpha1.Ap
 		return "", err
 	}
 	var p v1alpha1.PersonalSpec
-	if c, err := r.opts.Parents.Cluster(ctx, stack); err == nil && c.Personal != "" {
-		if err := json.Unmarshal([]byte(c.Personal), &p); err != nil {
-			return "", fmt.Errorf("cluster stack %s: spec.personal: %w", stack, err)
+	if c, err := r.opts.Parents.Cluster(ctx, stack); err == nil {
+		if p, err = c.PersonalSpec(); err != nil {
+			return "", fmt.Errorf("cluster stack %s: %w", stack, err)
 		}
 	}
 	mode, _ := p.Gate()
