@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,15 +161,48 @@ func TestDemoStory(t *testing.T) {
 	require.NotEmpty(t, pvcs.Items, "deletionPolicy Retain keeps the data volumes")
 }
 
-// buildTFRS builds the binary the demo runs for the CLI door.
+// buildTFRS returns the binary the tests run for the CLI door (and the failover test's
+// replicas): the one hack/test.sh built for every e2e process (TFRS_E2E_TFRS_BIN), or else one
+// built once per test process. Each build is a link of the whole tree (30-50 s of CPU), and
+// three tests need the same binary. It is linked the way hack/test.sh links the test binaries
+// (Go's own linker, no symbol table or DWARF): the CLI's behaviour is the same, the image's
+// release build is hack/image's to check.
 func buildTFRS(t *testing.T, root string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tfrs")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/tfrs")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
+	if bin := os.Getenv("TFRS_E2E_TFRS_BIN"); bin != "" {
+		return bin
+	}
+	tfrsBuild.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tfrs-e2e-bin-")
+		if err != nil {
+			tfrsBuild.err = err
+			return
+		}
+		tfrsBuild.dir = dir
+		tfrsBuild.bin = filepath.Join(dir, "tfrs")
+		cmd := exec.Command("go", "build", "-ldflags=-linkmode=internal -s -w", "-o", tfrsBuild.bin, "./cmd/tfrs")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tfrsBuild.err = fmt.Errorf("go build ./cmd/tfrs: %w\n%s", err, out)
+		}
+	})
+	require.NoError(t, tfrsBuild.err)
+	return tfrsBuild.bin
+}
+
+// tfrsBuild is buildTFRS's one build; TestMain removes its directory.
+var tfrsBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tfrsBuild.dir != "" {
+		_ = os.RemoveAll(tfrsBuild.dir)
+	}
+	os.Exit(code)
 }
 
 func runTFRS(ctx context.Context, t *testing.T, bin string, env *devenv.Env, args ...string) string {

@@ -30,4 +30,14 @@ func TestStandInCRDsCoverTheUpstreamOnes(t *testing.T) {
 		require.True(t, served[k], "the pinned upstream CRDs serve %s", k)
 		require.True(t, standIn[k], "the stand-in CRDs of a bare clone must serve %s", k)
 	}
+	// What the test control planes install (testenv.InstallCRDs) serves every one of them too.
+	installed := map[string]bool{}
+	for _, d := range testenv.CreatedKinds(testenv.PinnedCRDs(t)) {
+		for _, v := range d.Spec.Versions {
+			installed[d.Spec.Group+"/"+v.Name+" "+d.Spec.Names.Kind] = v.Served
+		}
+	}
+	for _, k := range testenv.CustomResourceKinds {
+		require.True(t, installed[k], "testenv.InstallCRDs installs %s", k)
+	}
 }
