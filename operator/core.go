@@ -402,6 +402,9 @@ func (r *reconciler) collectUp(ctx context.Context, obj v1alpha1.Object, t kinds
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionDrifted, Status: metav1.ConditionFalse,
 			ObservedGeneration: j.gen, Reason: v1alpha1.ReasonNoDrift, Message: "up brought the resources back to the spec"})
 	}
+	if c, changed := supportCondition(st, j.gen, j.outcome); changed && c.Status == metav1.ConditionFalse {
+		r.event(obj, corev1.EventTypeWarning, c.Reason, "Up", c.Message)
+	}
 	if j.decision != "" {
 		r.clearDecision(ctx, obj)
 	}

@@ -79,6 +79,27 @@ func classify(err error) failure {
 	}
 }
 
+// supportCondition sets the Supported condition from an up's support findings
+// (stacks/support.go): False, with the first finding's reason and every message, while a
+// component runs outside its upstream support; True again once none does. Only a cluster has
+// findings, so an object that never had one gets no condition. Reports whether it changed.
+func supportCondition(st *v1alpha1.StackStatus, gen int64, out *runner.Outcome) (metav1.Condition, bool) {
+	c := metav1.Condition{Type: v1alpha1.ConditionSupported, ObservedGeneration: gen}
+	if out == nil || len(out.Support) == 0 {
+		if meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSupported) == nil {
+			return c, false
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, v1alpha1.ReasonWithinSupport, "every component runs inside its upstream support"
+	} else {
+		msgs := make([]string, 0, len(out.Support))
+		for _, f := range out.Support {
+			msgs = append(msgs, f.Message)
+		}
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, out.Support[0].Reason, strings.Join(msgs, "; ")
+	}
+	return c, meta.SetStatusCondition(&st.Conditions, c)
+}
+
 // canceled: the job was stopped (operator shutdown, or the object is being deleted), not failed.
 func canceled(err error) bool { return errors.Is(err, engine.ErrCanceled) }
 

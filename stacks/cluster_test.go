@@ -469,10 +469,10 @@ func TestClusterPinnedSources(t *testing.T) {
 	m, _, _ := runCluster(t, newTestCluster(nil))
 	for name, want := range map[string][3]string{
 		"cert-manager-chart":   {"cert-manager", "https://charts.jetstack.io", "v1.21.2"},
-		"istio-base":           {"base", istioChartRepo, "1.30.3"},
-		"istio-istiod":         {"istiod", istioChartRepo, "1.30.3"},
-		"istio-cni":            {"cni", istioChartRepo, "1.30.3"},
-		"istio-ingress-chart":  {"gateway", istioChartRepo, "1.30.3"},
+		"istio-base":           {"base", istioChartRepo, "1.32.0"},
+		"istio-istiod":         {"istiod", istioChartRepo, "1.32.0"},
+		"istio-cni":            {"cni", istioChartRepo, "1.32.0"},
+		"istio-ingress-chart":  {"gateway", istioChartRepo, "1.32.0"},
 		"minio-operator-chart": {"operator", "https://operator.min.io", "7.1.1"},
 	} {
 		c := plainInputs(m.find(t, "kubernetes:helm.sh/v4:Chart", name).Inputs)

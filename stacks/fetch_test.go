@@ -49,9 +49,9 @@ func TestOverridesGoThroughTheFetcher(t *testing.T) {
 	require.Equal(t, "oci://mirror.example.cn/charts/cert-manager", oci[0].Chart)
 	require.Equal(t, []string{
 		"manifest https://mirror.example.cn/cnpg.yaml",
-		"chart https://mirror.example.cn/istio base 1.30.3",
-		"chart https://mirror.example.cn/istio istiod 1.30.3",
-		"chart https://mirror.example.cn/istio cni 1.30.3",
+		"chart https://mirror.example.cn/istio base 1.32.0",
+		"chart https://mirror.example.cn/istio istiod 1.32.0",
+		"chart https://mirror.example.cn/istio cni 1.32.0",
 	}, f.calls)
 
 	f.err = errors.New("refused by the source policy")

@@ -117,21 +117,26 @@ var pinnedSources = map[string]PinnedSource{
 	},
 	ClusterIstio: {
 		Component: ClusterIstio, Kind: SourceHelm,
-		Repo: istioChartRepo, Version: "1.30.3",
+		// 1.30 reached its end of support (stacks/support.go); 1.32.0 is the newest line whose
+		// CRDs are in ../shared/upstream.
+		Repo: istioChartRepo, Version: "1.32.0",
 		// cni: the node agent that replaces the injected istio-init (NET_ADMIN, NET_RAW), which
 		// Pod Security restricted in tenant namespaces refuses (components/cluster/istio.go).
 		Artifacts: []Artifact{{Name: "base", CRDs: "istio"}, {Name: "istiod", TakesValues: true}, {Name: "cni"}},
 		Images:    []string{"docker.io/istio/pilot", "docker.io/istio/proxyv2", "docker.io/istio/install-cni"},
 		mirrorValues: func(m func(string) string) map[string]map[string]any {
 			// The hub also names the proxy image injected into sidecars and gateways. The chart
-			// sources default it to a test registry; released charts set docker.io/istio.
+			// sources default it to a placeholder (registry.istio.io/testing) that the release
+			// build replaces: with registry.istio.io/release for the 1.30 charts, and with
+			// docker.io/istio again from 1.31 (istio/release-builder#2367). The mirror maps
+			// docker.io/istio, where the images of every release are.
 			hub := map[string]any{"global": map[string]any{"hub": m("docker.io/istio")}}
 			return map[string]map[string]any{"istiod": hub, "cni": hub}
 		},
 	},
 	ClusterIstioIngress: {
 		Component: ClusterIstioIngress, Kind: SourceHelm,
-		Repo: istioChartRepo, Version: "1.30.3",
+		Repo: istioChartRepo, Version: "1.32.0",
 		// The gateway's image is "auto": istiod injects proxyv2 from its hub.
 		Artifacts: []Artifact{{Name: "gateway", TakesValues: true}},
 	},

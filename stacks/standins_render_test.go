@@ -113,7 +113,7 @@ func gatewayAndJaeger(t *testing.T, extra string) pulumi.RunFunc {
 }
 
 // TestGatewayStandInSchema renders the gateway stand-in, whose values.schema.json has the
-// shape of the real 1.30.3 chart's, with the values TFRS sets: Helm accepts them (the 1.24.2
+// shape of the real chart's (1.30.3 to 1.32), with the values TFRS sets: Helm accepts them (the 1.24.2
 // schema rejected every value), and a root key the schema does not declare is refused, so the
 // schema is really enforced. The same render checks the Jaeger v2 stand-in's one Service
 // against the ports TFRS exports to.

@@ -382,6 +382,11 @@ const (
 	// ConditionApproved is False while a saved plan waits for approval (status.pendingPlan),
 	// True once the approved plan was applied.
 	ConditionApproved = "Approved"
+	// ConditionSupported is False while a cluster component runs outside its upstream
+	// support (Kubernetes newer than tested, end of support near, or a version TFRS's
+	// support matrix does not know): the reason says which, the message names each. Set on
+	// TFRClusters once a finding appeared; True again when none is left.
+	ConditionSupported = "Supported"
 )
 
 // Condition reasons.
@@ -402,6 +407,9 @@ const (
 	ReasonDriftDetected    = "DriftDetected"
 	ReasonNoDrift          = "NoDrift"
 	ReasonDriftCheckFailed = "DriftCheckFailed"
+	// Reason of the Supported condition when True; when False its reason is the finding's
+	// (stacks/support.go: PastEndOfLife, KubernetesTooNew, EndOfLifeSoon, VersionNotInMatrix…).
+	ReasonWithinSupport = "WithinSupport"
 	// Reasons of the Approved condition.
 	ReasonAwaitingApproval = "AwaitingApproval"
 	ReasonPlanApplied      = "PlanApplied"

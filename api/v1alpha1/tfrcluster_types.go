@@ -273,6 +273,17 @@ type TFRClusterSpec struct {
 	// +optional
 	RabbitMQOperator ComponentSource `json:"rabbitmqOperator,omitempty"`
 
+	// AllowUnsupported names the upstream projects that may run outside their upstream
+	// support: past their end of support, or on a Kubernetes older than they support. Without
+	// it such a cluster is refused before anything runs (see TFRS's support matrix, `tfrs
+	// version`). Outside support there are no upstream fixes: allow a project only for as long
+	// as an upgrade takes.
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:validation:items:Enum=cert-manager;istio;cnpg;minio-operator;rabbitmq-cluster-operator;rabbitmq-messaging-topology-operator
+	// +listType=set
+	// +optional
+	AllowUnsupported []string `json:"allowUnsupported,omitempty"`
+
 	// DriftDetection configures the periodic drift check (refresh + preview).
 	// +kubebuilder:default={}
 	// +optional

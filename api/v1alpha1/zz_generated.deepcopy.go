@@ -915,6 +915,11 @@ func (in *TFRClusterSpec) DeepCopyInto(out *TFRClusterSpec) {
 	in.CNPGOperator.DeepCopyInto(&out.CNPGOperator)
 	in.MinIOOperator.DeepCopyInto(&out.MinIOOperator)
 	in.RabbitMQOperator.DeepCopyInto(&out.RabbitMQOperator)
+	if in.AllowUnsupported != nil {
+		in, out := &in.AllowUnsupported, &out.AllowUnsupported
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.DriftDetection.DeepCopyInto(&out.DriftDetection)
 	out.Approval = in.Approval
 	if in.ReservedNamespaces != nil {

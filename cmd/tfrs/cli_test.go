@@ -16,6 +16,7 @@ import (
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
@@ -140,7 +141,8 @@ spec: {}
 			code: 1, stderr: []string{"--fenced goes with -o mermaid"}, usageShow: true},
 		{name: "bad --color", args: []string{"graph", "-f", exampleCluster, "--color", "sometimes"},
 			code: 1, stderr: []string{"--color must be auto, always or never"}, usageShow: true},
-		{name: "version without tools", args: []string{"version", "--client"}, code: 0, stdout: []string{"tfrs        dev, "}},
+		{name: "version without tools", args: []string{"version", "--client"}, code: 0, stdout: []string{"tfrs        dev, ",
+			"upstream support of the pinned components:", "istio                                  1.32.0    1.33-1.37"}},
 		{name: "version json", args: []string{"version", "--client", "-o", "json"}, code: 0,
 			check: func(t *testing.T, inv invocation) {
 				var v versions
@@ -148,6 +150,7 @@ spec: {}
 				require.Equal(t, "dev", v.TFRS.Version)
 				require.Contains(t, v.TFRS.Go, "go1.")
 				require.Nil(t, v.Pulumi, "--client asks no tool")
+				require.Equal(t, stacks.PinnedSupports(), v.Support, "the support matrix of the pins")
 			}},
 		{name: "completion bash", args: []string{"completion", "bash"}, code: 0, stdout: []string{"# bash completion V2 for tfrs", "__start_tfrs"}},
 		{name: "completion zsh", args: []string{"completion", "zsh"}, code: 0, stdout: []string{"#compdef tfrs", "compdef _tfrs tfrs"}},

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/tfrs-io/tfrs-operator/internal/tools"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
 // Set by the Makefile (go build -ldflags "-X main.tfrsVersion=… -X main.tfrsCommit=…");
@@ -90,6 +91,8 @@ type versions struct {
 	TFRS       buildInfo    `json:"tfrs"`
 	Pulumi     *toolVersion `json:"pulumi,omitempty"`
 	Kubernetes *toolVersion `json:"kubernetesProvider,omitempty"`
+	// Support is the support matrix of the pinned cluster components (stacks/support.go).
+	Support []stacks.PinnedSupport `json:"support"`
 }
 
 // errToolsBroken is version's error when a tool is missing or unusable.
@@ -100,12 +103,15 @@ func newVersionCmd() *cobra.Command {
 	var client bool
 	cmd := &cobra.Command{
 		Use:   "version [-o text|json] [--client]",
-		Short: "Print the versions of tfrs, the Pulumi CLI and the Kubernetes provider",
+		Short: "Print the versions of tfrs, the Pulumi CLI and the Kubernetes provider, and the support matrix",
 		Long: `Version prints tfrs's version and commit, and the Pulumi CLI and Kubernetes provider plugin
 the engine would run: found where the engine finds them (the tools cache of ` + "`make tools`" + `, then
 PATH) and asked for their versions (` + "`pulumi version`" + `, the provider's plugin info), all
-offline. It exits 1 when a tool is missing or reports no usable version; --client prints only
-tfrs's own version and asks no tool.`,
+offline. It exits 1 when a tool is missing or reports no usable version; --client asks no tool
+and prints tfrs's own version. Then the support matrix: for each pinned cluster component,
+the Kubernetes versions its upstream supports and the day that support ends. A TFRCluster whose
+component is past its end of support, or on an older Kubernetes, is refused unless
+spec.allowUnsupported names it; one on a newer Kubernetes, or near the end, gets a warning.`,
 		Example: `  tfrs version
   tfrs version -o json | jq -r .pulumi.version
   tfrs version --client`,
@@ -114,7 +120,7 @@ tfrs's own version and asks no tool.`,
 			if err := oneOf("-o", format, "text", "json"); err != nil {
 				return err
 			}
-			v := versions{TFRS: buildVersion()}
+			v := versions{TFRS: buildVersion(), Support: stacks.PinnedSupports()}
 			if !client {
 				v.Pulumi, v.Kubernetes = toolVersions(cmd.Context())
 			}
@@ -128,7 +134,7 @@ tfrs's own version and asks no tool.`,
 		},
 	}
 	outputFlag(cmd, &format, "output format", "text", "json")
-	cmd.Flags().BoolVar(&client, "client", false, "only tfrs's own version; ask no tool")
+	cmd.Flags().BoolVar(&client, "client", false, "tfrs's own version and the support matrix; ask no tool")
 	return cmd
 }
 
@@ -151,7 +157,25 @@ func writeVersions(w io.Writer, format string, v versions) error {
 			fmt.Fprintf(w, "%-11s %-10s %s\n", t.name, t.v.Version, t.v.Path)
 		}
 	}
+	writeSupport(w, v.Support)
 	return nil
+}
+
+// writeSupport prints the support matrix of the pinned components: the cluster stack refuses
+// a component past its end of support or on an older Kubernetes, and warns about the rest.
+func writeSupport(w io.Writer, rows []stacks.PinnedSupport) {
+	fmt.Fprintf(w, "\nupstream support of the pinned components:\n")
+	fmt.Fprintf(w, "  %-38s %-9s %-12s %s\n", "project", "pinned", "kubernetes", "end of support")
+	for _, r := range rows {
+		kube, eol := "?", r.Support.EndOfLife
+		if r.Support.KubeMin != "" {
+			kube = r.Support.KubeMin + "-" + r.Support.KubeMax
+		}
+		if eol == "" {
+			eol = "not announced"
+		}
+		fmt.Fprintf(w, "  %-38s %-9s %-12s %s\n", r.Project, r.Pinned, kube, eol)
+	}
 }
 
 // toolVersions asks both tools at once.

@@ -101,7 +101,7 @@ func TestIstio(t *testing.T) {
 		_, err := NewIstio(ctx, "istio", &IstioArgs{
 			Base:           ChartRef{Chart: "/charts/istio/base"},
 			CNI:            ChartRef{Chart: "/charts/istio/cni"},
-			Istiod:         ChartRef{Chart: "oci://mirror.example.cn/charts/istiod", Version: "1.30.3", Values: map[string]any{"global": map[string]any{"hub": "mirror.example.cn/istio"}}},
+			Istiod:         ChartRef{Chart: "oci://mirror.example.cn/charts/istiod", Version: "1.32.0", Values: map[string]any{"global": map[string]any{"hub": "mirror.example.cn/istio"}}},
 			IngressService: IngressService, IngressSelector: IngressSelectorValue,
 			Tracing: TracingProvider{Name: "otel", Service: "collector.obs.svc.cluster.local", Port: 4317},
 		})
@@ -158,7 +158,7 @@ func TestIstioIngressModes(t *testing.T) {
 		t.Run(fmt.Sprintf("%s-%d", tc.args.Mode, tc.args.HTTPNodePort), func(t *testing.T) {
 			m := &pt.Mocks{}
 			args := tc.args
-			args.Chart = ChartRef{Chart: "gateway", Repo: "https://istio.example.com/charts", Version: "1.30.3"}
+			args.Chart = ChartRef{Chart: "gateway", Repo: "https://istio.example.com/charts", Version: "1.32.0"}
 			var addr func() string
 			var hp, hsp func() int
 			m.Run(t, func(ctx *pulumi.Context) error {

@@ -99,7 +99,7 @@ func NewIstio(ctx *pulumi.Context, name string, args *IstioArgs, opts ...pulumi.
 	// istiod registers webhooks that validate Istio's CRs, so the CRDs must be there first.
 	istiod, err := kit.NewChart(ctx, c, name+"-istiod", kit.Chart{Release: "istiod", Namespace: nsName, Ref: args.Istiod, Values: map[string]any{
 		"meshConfig": mesh,
-		// The chart's own key (1.30.3 istio-discovery values.yaml `cni.enabled`); the
+		// The chart's own key (istio-discovery values.yaml `cni.enabled`, 1.30.3 to 1.32); the
 		// injection template reads it as pilot.cni.enabled and then injects no istio-init.
 		"cni": map[string]any{"enabled": true},
 	}}, pulumi.DependsOn([]pulumi.Resource{base, cni}))

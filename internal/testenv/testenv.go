@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
 // RepoRoot is the checkout this package was built from.
@@ -49,6 +50,12 @@ func StandInCluster(name string) *v1alpha1.TFRCluster {
 	tc.Spec.MinIOOperator.LocalPath = filepath.Join(root, "charts", "minio-operator")
 	tc.Spec.CNPGOperator.LocalPath = filepath.Join(root, "manifests", "cnpg.yaml")
 	tc.Spec.RabbitMQOperator.LocalPath = filepath.Join(root, "manifests", "rabbitmq")
+	// A fixture must not stop working on a calendar date: when a pinned line reaches its end of
+	// upstream support, the clusters that do not allow it are refused (stacks/support.go;
+	// TestClusterSupportMatrix checks that), these are only warned.
+	for _, p := range stacks.PinnedSupports() {
+		tc.Spec.AllowUnsupported = append(tc.Spec.AllowUnsupported, p.Project)
+	}
 	// The shared middleware of personal tenants (a personal TFRTenant sets none).
 	charts := filepath.Join(StandIns("tenant"), "charts")
 	tc.Spec.Personal.Middleware.Jaeger.LocalPath = filepath.Join(charts, "jaeger")

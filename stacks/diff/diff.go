@@ -52,6 +52,9 @@ type Report struct {
 	Changes []Change `json:"changes"`
 	// DataLoss are the changes that destroy stateful data; they are also in Changes.
 	DataLoss []Change `json:"dataLoss"`
+	// Warnings are the cluster's components outside their upstream support (or unknown to
+	// TFRS's support matrix) that were not refused: stacks.SupportFinding messages.
+	Warnings []string `json:"warnings,omitempty"`
 	// Skipped says why the object was not (fully) previewed, e.g. its parent is created by
 	// the same run and has no outputs yet.
 	Skipped string `json:"skipped,omitempty"`
@@ -111,6 +114,9 @@ func FromOutcome(o *runner.Outcome) *Report {
 		return r
 	}
 	r.Target = o.Target
+	for _, f := range o.Support {
+		r.Warnings = append(r.Warnings, f.Message)
+	}
 	for _, s := range o.Stacks {
 		if s.Result == nil {
 			continue

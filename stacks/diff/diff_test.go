@@ -258,3 +258,19 @@ func TestComponentStates(t *testing.T) {
 	require.Equal(t, "failed", ComponentStates(o)["postgresql"])
 	require.Empty(t, ComponentStates(nil))
 }
+
+// A cluster's support warnings travel from the outcome into every format: text, Markdown and
+// JSON.
+func TestSupportWarnings(t *testing.T) {
+	out := &runner.Outcome{Support: []stacks.SupportFinding{{Project: "cert-manager", Reason: stacks.SupportKubeTooNew,
+		Message: "cert-manager v1.21.2 supports Kubernetes 1.33 to 1.36, and the cluster runs 1.37"}}}
+	rep := FromOutcome(out)
+	require.Equal(t, []string{out.Support[0].Message}, rep.Warnings)
+	var text, md, js bytes.Buffer
+	require.NoError(t, WriteText(&text, rep))
+	require.NoError(t, WriteMarkdown(&md, nil, rep))
+	require.NoError(t, WriteJSON(&js, rep))
+	require.Contains(t, text.String(), "  warning: cert-manager v1.21.2 supports Kubernetes 1.33 to 1.36")
+	require.Contains(t, md.String(), "> [!CAUTION]\n> Outside upstream support: cert-manager v1.21.2")
+	require.Contains(t, js.String(), `"warnings": [`)
+}

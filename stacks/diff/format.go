@@ -215,6 +215,9 @@ func WriteText(w io.Writer, reports ...*Report) error {
 	}
 	for _, r := range d.Reports {
 		fmt.Fprintf(b, "%s (stack %s): %s\n", r.Target, r.Target.Stack, r.Operation)
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(b, "  warning: %s\n", wn)
+		}
 		if r.Skipped != "" {
 			fmt.Fprintf(b, "  skipped: %s\n", r.Skipped)
 		}
@@ -285,6 +288,9 @@ func WriteMarkdown(w io.Writer, graphs map[string]*stacks.Graph, reports ...*Rep
 	for _, r := range d.Reports {
 		fmt.Fprintf(b, "\n### %s `%s`\n\n", r.Target.Kind, md(targetName(r)))
 		fmt.Fprintf(b, "Stack `%s`: %s.\n", md(r.Target.Stack), summaryLine(r.Operation, r.Summary))
+		for _, wn := range r.Warnings {
+			fmt.Fprintf(b, "\n> [!CAUTION]\n> Outside upstream support: %s\n", md(wn))
+		}
 		if r.Skipped != "" {
 			fmt.Fprintf(b, "\n> [!NOTE]\n> Not previewed: %s\n", md(r.Skipped))
 		}

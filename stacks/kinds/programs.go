@@ -3,6 +3,7 @@ package kinds
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -34,6 +35,14 @@ type APIServers interface {
 	APIServer(ctx context.Context) (stacks.APIServer, error)
 }
 
+// KubeVersions is what reads the cluster's Kubernetes version. A Parents that also implements
+// it (the runner's) gets a cluster's components checked against the support matrix
+// (stacks/support.go) before its program is returned; without it (rendering), or when it reads
+// "" (no cluster to ask), nothing is checked.
+type KubeVersions interface {
+	KubeVersion(ctx context.Context) (string, error)
+}
+
 // Programs are the programs of one prepared object's stacks (its Target), over the outputs
 // of its parent.
 type Programs struct {
@@ -53,6 +62,9 @@ type Programs struct {
 	// Namespace is the one namespace the programs may write to ("" for a cluster, which is
 	// cluster-wide): the runner applies their stacks as that namespace's applier.
 	Namespace string
+	// Support are a cluster's components outside their upstream support that were not
+	// refused (warnings), or unknown to the matrix.
+	Support []stacks.SupportFinding
 }
 
 // ProgramsOf reads the parent outputs the programs of t/obj (from Prepare) consume through
@@ -110,9 +122,22 @@ func (k clusterPrograms) programs(ctx context.Context, _ Target, p Parents) (*Pr
 			return nil, fmt.Errorf("reading the API server's addresses (default/kubernetes): %w", err)
 		}
 	}
+	var support []stacks.SupportFinding
+	if r, ok := p.(KubeVersions); ok {
+		kube, err := r.KubeVersion(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the cluster's Kubernetes version: %w", err)
+		}
+		if kube != "" { // "": no cluster to ask (a reader without discovery)
+			support = stacks.SupportFindings(k.x, kube, time.Now())
+			if errs := stacks.SupportErrors(support); len(errs) > 0 {
+				return nil, &InvalidError{Errors: errs}
+			}
+		}
+	}
 	return &Programs{Own: func(*stacks.TenantOutputs) pulumi.RunFunc {
 		return stacks.Cluster(stacks.ClusterInput{Cluster: k.x, APIServer: api})
-	}}, nil
+	}, Support: support}, nil
 }
 
 func (k clusterPrograms) graph() (*stacks.Graph, error) { return stacks.ClusterGraph(k.x) }

@@ -34,6 +34,33 @@ func (p ownershipParents) APIServer(ctx context.Context) (stacks.APIServer, erro
 	return stacks.APIServer{}, nil
 }
 
+// KubeVersionGetter reads the cluster's Kubernetes version (discovery's /version). A
+// NamespaceGetter that also implements it (client-go's) gets cluster programs checked against
+// the support matrix; one that does not (a test fake) gets nothing checked.
+type KubeVersionGetter interface {
+	GetKubeVersion(ctx context.Context) (string, error)
+}
+
+// KubeVersion is kinds.KubeVersions for the runner's parents.
+func (p ownershipParents) KubeVersion(ctx context.Context) (string, error) {
+	get, err := p.r.namespaceGetter()
+	if err != nil {
+		return "", err
+	}
+	if g, ok := get.(KubeVersionGetter); ok {
+		return g.GetKubeVersion(ctx)
+	}
+	return "", nil
+}
+
+func (k *kubeNamespaces) GetKubeVersion(context.Context) (string, error) {
+	v, err := k.c.Discovery().ServerVersion()
+	if err != nil {
+		return "", err
+	}
+	return v.GitVersion, nil
+}
+
 func (k *kubeNamespaces) GetAPIServer(ctx context.Context) (stacks.APIServer, error) {
 	var out stacks.APIServer
 	addrs, ports := map[string]bool{}, map[int32]bool{}

@@ -26,6 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
@@ -128,6 +129,9 @@ type StackResult struct {
 type Outcome struct {
 	Target kinds.Target  `json:"target"`
 	Stacks []StackResult `json:"stacks"`
+	// Support are a cluster's components outside their upstream support, or unknown to the
+	// support matrix (stacks/support.go): warnings, since a refusal stops before any stack.
+	Support []stacks.SupportFinding `json:"support,omitempty"`
 }
 
 // Changes sums the step counts of every stack.
@@ -273,7 +277,7 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 		out.add(stack, res)
 		return err
 	}
-	err = r.applyObject(ctx, t, obj, kind, run)
+	err = r.applyObject(ctx, t, obj, kind, run, out)
 	if derr := doorErr(); derr != nil {
 		return nil, derr
 	}
