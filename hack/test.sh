@@ -126,19 +126,24 @@ build() {
 		dir[$ip]=$d
 	done
 	echo "== build: ${#rows[@]} test binaries =="
+	# The rounds, the e2e tests' tfrs binary and vet run side by side: a link is mostly one
+	# core, and vet fills the other while the links run.
+	local pids=() pid
 	for r in "${!rounds[@]}"; do
 		# shellcheck disable=SC2086 # the round's packages are words
-		go test -c -tags "$all_tags" "${build_flags[@]}" -o "$bindir/r$r/" ${rounds[r]} || rc=$?
+		go test -c -tags "$all_tags" "${build_flags[@]}" -o "$bindir/r$r/" ${rounds[r]} &
+		pids+=($!)
 	done
-	# The e2e tests' tfrs binary links while vet runs: a link is mostly one core.
-	local tfrs_pid=
-	if ((rc == 0)) && [[ -n $want_tfrs ]]; then
+	if [[ -n $want_tfrs ]]; then
 		go build "${build_flags[@]}" -o "$bindir/tfrs" ./cmd/tfrs &
-		tfrs_pid=$!
+		pids+=($!)
 		export TFRS_E2E_TFRS_BIN=$bindir/tfrs
 	fi
-	((rc == 0)) && { go vet -tags "$all_tags" "${pkgs[@]}" || rc=$?; }
-	[[ -n $tfrs_pid ]] && { wait "$tfrs_pid" || rc=$?; }
+	go vet -tags "$all_tags" "${pkgs[@]}" &
+	pids+=($!)
+	for pid in "${pids[@]}"; do
+		wait "$pid" || rc=$?
+	done
 	echo "build and vet: $((SECONDS - start))s (exit $rc)" | tee -a "$log.tiers"
 	return "$rc"
 }
