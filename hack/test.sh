@@ -178,9 +178,11 @@ run_unit() {
 # unit of its own (its tests share no fixture, and a 20-minute package on one core would be the
 # whole run's tail).
 plan=
+untagged=
 plan() {
-	local tier=$1 untagged own files ip names clash n
-	untagged=$(test_files "" "${pkgs[@]}")
+	local tier=$1 own files ip names clash n
+	# The untagged test files, listed once for every tier (a go list of the whole module).
+	[[ -n $untagged ]] || untagged=$(test_files "" "${pkgs[@]}")
 	if [[ $tier == unit ]]; then
 		own=$untagged
 	else
