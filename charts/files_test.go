@@ -6,18 +6,18 @@ package charts
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tfrs-io/tfrs-operator/internal/checkout"
 )
 
 // root is the checkout (not internal/testenv's, which links the programs: this package needs
 // none of them and builds in seconds).
 func root() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
+	return checkout.Root()
 }
 
 func chart() string { return filepath.Join(root(), "charts", "tfrs") }

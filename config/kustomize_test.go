@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -25,13 +24,14 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/tfrs-io/tfrs-operator/internal/checkout"
 )
 
 const namespace = "tfrs-system"
 
 func configDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
+	return filepath.Join(checkout.Root(), "config")
 }
 
 // build is `kustomize build config/<dir>` with kustomize's defaults (no plugins, no Helm).

@@ -5,20 +5,17 @@ package testenv
 
 import (
 	"path/filepath"
-	"runtime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/checkout"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 )
 
-// RepoRoot is the checkout this package was built from.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
+// RepoRoot is the checkout (checkout.Root).
+func RepoRoot() string { return checkout.Root() }
 
 // StandIns is the directory of one level's stand-ins: "cluster" or "tenant".
 func StandIns(level string) string {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/tfrs-io/tfrs-operator/internal/checkout"
 )
 
 // EnvBinDir names the environment variable that points at the tools bin directory. The
@@ -46,22 +48,18 @@ func Dir() string {
 	return dirVal
 }
 
-// findScript walks up from the working directory to the checkout's hack/tools/build.sh, so a
-// `go test` run from any package directory finds the same cache as `make tools`.
+// findScript is the checkout's hack/tools/build.sh, so a `go test` run from any package
+// directory finds the same cache as `make tools`.
 func findScript() string {
-	wd, err := os.Getwd()
-	if err != nil {
+	root := checkout.Root()
+	if root == "" {
 		return ""
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, "hack", "tools", "build.sh")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-		if filepath.Dir(d) == d {
-			return ""
-		}
+	p := filepath.Join(root, "hack", "tools", "build.sh")
+	if _, err := os.Stat(p); err != nil {
+		return ""
 	}
+	return p
 }
 
 // Bin returns the path of the named binary: the tools cache first, then PATH. The error names

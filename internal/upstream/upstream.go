@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tfrs-io/tfrs-operator/internal/checkout"
 	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 )
 
@@ -30,8 +30,7 @@ func Root() string {
 	if r := os.Getenv(EnvVar); r != "" {
 		return r
 	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "upstream")
+	return filepath.Join(filepath.Dir(checkout.Root()), "shared", "upstream")
 }
 
 // Dir is the folder of one project's CRDs at one version.
