@@ -7,40 +7,47 @@
 #
 # A second run does nothing. A binary already on PATH at the right version is linked instead
 # of rebuilt.
+#
+# Each tool builds into a directory of its own, keyed by what decides its bytes: its build
+# function, the versions.env lines it reads and the files it copies. The bin directory of the
+# whole set (keyed by all of that) only links to those, so a version bump rebuilds the one tool
+# it names, not all of them (a Pulumi bump: the CLI's build, not 45-55 min of every tool).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=/dev/null
 source "$here/versions.env"
 
-# The cache key is the content (not the paths) of the files that decide what gets built.
+# The set's key is the content (not the paths) of the files that decide what gets built.
 key=$(cat "$here/versions.env" "$here/build.sh" "$here/etcd.go.txt" "$here/provider.go.txt" | sha256sum | cut -c1-12)
 cache=${TFRS_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tfrs/tools}
-root="$cache/$key"
-bin="$root/bin"
+bin="$cache/$key/bin"
 if [[ "${1:-}" == "--dir" ]]; then echo "$bin"; exit 0; fi
-mkdir -p "$bin" "$root/src"
+mkdir -p "$bin"
 
 log() { echo "[tools] $*" >&2; }
 
-# have NAME: true when bin/NAME exists already.
-have() { [[ -x "$bin/$1" ]]; }
+# out is the directory the running build_X writes to (its tool's own, see tool below).
+out=
+
+# have NAME: true when the tool's directory holds NAME already.
+have() { [[ -x "$out/$1" ]]; }
 
 # from_path NAME WANT ARGS...: link NAME from PATH when `NAME ARGS` prints WANT.
 from_path() {
   local name=$1 want=$2; shift 2
   local p
   p=$(command -v "$name" 2>/dev/null) || return 1
-  [[ "$p" == "$bin/$name" ]] && return 1
+  [[ "$(readlink -f "$p")" == "$(readlink -f "$out/$name")" ]] && return 1
   if "$p" "$@" 2>/dev/null | grep -qF -- "$want"; then
-    ln -sf "$p" "$bin/$name"; log "$name: using $p ($want)"; return 0
+    ln -sf "$p" "$out/$name"; log "$name: using $p ($want)"; return 0
   fi
   return 1
 }
 
-# gomod DIR MODULE: a scratch tools module in the cache.
+# gomod NAME: a scratch tools module in the tool's directory.
 gomod() {
-  local dir="$root/src/$1"
+  local dir="$out/src/$1"
   rm -rf "$dir"; mkdir -p "$dir"
   (cd "$dir" && go mod init "tfrs.tools/$1" >/dev/null 2>&1)
   echo "$dir"
@@ -52,7 +59,7 @@ export CGO_ENABLED=0
 build_controller_gen() {
   have controller-gen && return
   log "controller-gen $CONTROLLER_TOOLS_VERSION"
-  GOBIN="$bin" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
+  GOBIN="$out" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION"
 }
 
 build_etcd() {
@@ -61,7 +68,7 @@ build_etcd() {
   log "etcd $ETCD_VERSION"
   local d; d=$(gomod etcd)
   cp "$here/etcd.go.txt" "$d/main.go"
-  (cd "$d" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 && go build -trimpath -o "$bin/etcd" .)
+  (cd "$d" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1 && go mod tidy >/dev/null 2>&1 && go build -trimpath -o "$out/etcd" .)
 }
 
 build_kube() {
@@ -98,20 +105,20 @@ GO
   for c in kube-apiserver kube-controller-manager kube-scheduler; do
     have "$c" && continue
     log "  building $c"
-    (cd "$d" && go build -trimpath -ldflags "$ld" -o "$bin/$c" "k8s.io/kubernetes/cmd/$c")
+    (cd "$d" && go build -trimpath -ldflags "$ld" -o "$out/$c" "k8s.io/kubernetes/cmd/$c")
   done
 }
 
 build_kwok() {
   have kwok && return
   log "kwok $KWOK_VERSION"
-  GOBIN="$bin" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+  GOBIN="$out" go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 
 build_versitygw() {
   have versitygw && return
   log "versitygw $VERSITYGW_VERSION"
-  GOBIN="$bin" go install -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  GOBIN="$out" go install -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 }
 
 build_pulumi() {
@@ -135,7 +142,7 @@ import _ "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"
 GO
   (cd "$d" && go mod tidy -e >/dev/null 2>&1 || true)
   (cd "$d" && go build -trimpath -ldflags "-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
-    -o "$bin/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+    -o "$out/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
 }
 
 build_provider() {
@@ -158,11 +165,38 @@ build_provider() {
   chmod u+w "$d/terraform-mapping.json"
   (cd "$d" && go mod tidy -e >/dev/null 2>&1 || true)
   (cd "$d" && go build -trimpath -ldflags "-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PULUMI_K8S_PROVIDER_VERSION" \
-    -o "$bin/pulumi-resource-kubernetes" .)
+    -o "$out/pulumi-resource-kubernetes" .)
+}
+
+# tool NAME "VAR..." "FILE..." "BINARY...": runs build_NAME in NAME's own directory, keyed by
+# build_NAME's and the shared helpers' source, the values of VARs and the content of FILEs (all
+# that decides the bytes), unless that directory holds every BINARY already; then links the
+# BINARYs into the set's bin directory.
+tool() {
+  local name=$1 vars=$2 files=$3 bins=$4 v f b k
+  k=$({
+    declare -f "build_$name" gomod from_path have
+    for v in $vars; do echo "$v=${!v}"; done
+    for f in $files; do cat "$here/$f"; done
+  } | sha256sum | cut -c1-12)
+  out="$cache/by-tool/$name-$k"
+  mkdir -p "$out"
+  for b in $bins; do
+    have "$b" || { "build_$name"; break; }
+  done
+  for b in $bins; do
+    [[ -x "$out/$b" ]] || { log "$name: $b was not built"; exit 1; }
+    ln -sfn "$out/$b" "$bin/$b"
+  done
 }
 
 only=${1:-all}
-for t in controller_gen etcd kube kwok pulumi provider versitygw; do
-  if [[ "$only" == all || "$only" == "$t" ]]; then "build_$t"; fi
-done
+want() { [[ "$only" == all || "$only" == "$1" ]]; }
+want controller_gen && tool controller_gen CONTROLLER_TOOLS_VERSION "" controller-gen
+want etcd && tool etcd ETCD_VERSION etcd.go.txt etcd
+want kube && tool kube "KUBERNETES_VERSION KUBERNETES_STAGING_VERSION" "" "kube-apiserver kube-controller-manager kube-scheduler"
+want kwok && tool kwok KWOK_VERSION "" kwok
+want pulumi && tool pulumi PULUMI_VERSION "" pulumi
+want provider && tool provider "PULUMI_K8S_PROVIDER_MODULE_VERSION PULUMI_K8S_PROVIDER_VERSION" provider.go.txt pulumi-resource-kubernetes
+want versitygw && tool versitygw VERSITYGW_VERSION "" versitygw
 echo "$bin"

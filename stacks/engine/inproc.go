@@ -230,7 +230,7 @@ func (e *Engine) warmKey(stack string) {
 }
 
 // passphraseCrypter is the Pulumi passphrase provider's symmetricCrypterFromPhraseAndState
-// (pkg/secrets/passphrase, v3.274.1). A wrong passphrase is errNotInProcess, so the CLI reports
+// (pkg/secrets/passphrase, v3.276.0). A wrong passphrase is errNotInProcess, so the CLI reports
 // it in its own words.
 func passphraseCrypter(phrase, state string) (config.Crypter, error) {
 	parts := strings.SplitN(state, ":", 3)

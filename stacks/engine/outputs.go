@@ -19,7 +19,7 @@ import (
 // "[secret]". Both renderings are derived from the root stack resource's outputs in the
 // checkpoint, which `stack export --show-secrets` already prints with every secret as
 // {sig: SecretSig, plaintext: <JSON>}. stackOutputs rebuilds both renderings from that one
-// export, the way the CLI does (v3.274.1, cmd/pulumi/stack/stack_output.go: MassageSecrets then
+// export, the way the CLI does (v3.276.0, cmd/pulumi/stack/stack_output.go: MassageSecrets then
 // SerializeProperties), so the values and their secretness are exactly auto's.
 
 // stackOutputs reads a stack's outputs from its checkpoint, in-process (inproc.go) or else with

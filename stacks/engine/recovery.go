@@ -36,7 +36,7 @@ import (
 //   - anything else (a provider, a non-Kubernetes resource) has no external object to lose and
 //     is dropped.
 //
-// Pulumi's own `refresh --import-pending-creates` is not used: reading the v3.274.1 source, it
+// Pulumi's own `refresh --import-pending-creates` is not used: reading the v3.276.0 source, it
 // turns the pending create into a pending "importing" operation that nothing consumes and the
 // refresh's new checkpoint drops, so the object would be forgotten rather than adopted. Note
 // also that `pulumi stack import` clears all pending operations; the edit below relies on that

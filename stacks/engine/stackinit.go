@@ -25,7 +25,7 @@ import (
 
 // `stack init` in-process. A new stack cost a CLI process (0.4–0.9 s: process start plus its
 // own PBKDF2 key derivation) before its first up could start. What `pulumi stack init` does on
-// a DIY backend (pkg/backend/diy CreateStack, v3.274.1) is a few object writes, so the engine
+// a DIY backend (pkg/backend/diy CreateStack, v3.276.0) is a few object writes, so the engine
 // does them itself, with the CLI's layout and its lock protocol:
 //
 //   - take the stack's backend lock: list .pulumi/locks/organization/<project>/<stack>/, write
