@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,4 +123,25 @@ func TestErrorsAreSafe(t *testing.T) {
 
 func TestRedactURL(t *testing.T) {
 	assert.Equal(t, "s3://b?endpoint=h%3A1&secret_access_key=%2A%2A%2A%2A", redactURL("s3://b?endpoint=h:1&secret_access_key=abc"))
+}
+
+// TestTornLockReadIsAConflict: a `stack init` that read a peer's lock mid-write is retried
+// like a held lock (initStack), and nothing else is mistaken for it.
+func TestTornLockReadIsAConflict(t *testing.T) {
+	cli := func(stderr string) error {
+		return fmt.Errorf("failed to create stack: exit status 255\ncode: 255\nstdout: \nstderr: %s\n", stderr)
+	}
+	for _, stderr := range []string{
+		"error: could not create stack: unexpected end of JSON input",
+		"error: could not create stack: open /tmp/x/.pulumi/locks/organization/tfrs/tenant.a.b/5f1e.json.18c2a0f3b7.tmp: no such file or directory",
+	} {
+		assert.True(t, isTornLockRead(cli(stderr)), stderr)
+	}
+	for _, stderr := range []string{
+		"error: could not create stack: invalid stack name",
+		"error: unexpected end of JSON input", // a checkpoint that does not parse is not a lock
+		"error: could not create stack: open /tmp/x/.pulumi/stacks/tfrs/a.json: permission denied",
+	} {
+		assert.False(t, isTornLockRead(cli(stderr)), stderr)
+	}
 }

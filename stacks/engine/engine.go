@@ -343,7 +343,7 @@ func (e *Engine) initStack(ctx context.Context, name string, ws auto.Workspace) 
 		return st, true, nil
 	}
 	for range 20 {
-		if !auto.IsCreateStack409Error(err) && !isLockConflict(err) {
+		if !auto.IsCreateStack409Error(err) && !isLockConflict(err) && !isTornLockRead(err) {
 			return st, false, err
 		}
 		if st, err = auto.SelectStack(ctx, name, ws); err == nil || !auto.IsSelectStack404Error(err) {

@@ -120,6 +120,28 @@ func TestTenancyQuotaEnforced(t *testing.T) {
 		_, err = applier.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc(n, "200Gi"), metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
+	// Admission adds each claim to the quota's usage, but the quota controller recomputes the
+	// usage from its informer cache on every claim event, and for a moment after a create that
+	// cache can lack it (an upstream race: a recompute then lowers the usage). The third claim
+	// is tried once the controller itself counts every claim in the namespace (the tenant's
+	// own and these two): the same usage on three reads in a row.
+	claims, err := admin.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	var total resource.Quantity
+	for _, c := range claims.Items {
+		total.Add(c.Spec.Resources.Requests[corev1.ResourceStorage])
+	}
+	steady := 0
+	require.Eventually(t, func() bool {
+		q, err := admin.CoreV1().ResourceQuotas(ns).Get(ctx, tenant.ClassObjectName, metav1.GetOptions{})
+		used := q.Status.Used[corev1.ResourceRequestsStorage]
+		if err != nil || used.Cmp(total) != 0 {
+			steady = 0
+			return false
+		}
+		steady++
+		return steady >= 3
+	}, time.Minute, 500*time.Millisecond, "the quota counts the %d claims (%s)", len(claims.Items), total.String())
 	_, err = applier.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc("big-3", "200Gi"), metav1.CreateOptions{})
 	require.True(t, apierrors.IsForbidden(err), "a third 200Gi volume: %v", err)
 	require.Contains(t, err.Error(), "exceeded quota: "+tenant.ClassObjectName)
