@@ -134,6 +134,7 @@ func TestTornLockReadIsAConflict(t *testing.T) {
 	for _, stderr := range []string{
 		"error: could not create stack: unexpected end of JSON input",
 		"error: could not create stack: open /tmp/x/.pulumi/locks/organization/tfrs/tenant.a.b/5f1e.json.18c2a0f3b7.tmp: no such file or directory",
+		`error: could not create stack: blob (key ".pulumi/locks/organization/tfrs/tenant.races3.t1/11fbc2fc-f393-4a6a-9f02-dbe921c07737.json") (code=NotFound): operation error S3: GetObject, https response error StatusCode: 404, api error NoSuchKey: The specified key does not exist.`,
 	} {
 		assert.True(t, isTornLockRead(cli(stderr)), stderr)
 	}
@@ -141,6 +142,7 @@ func TestTornLockReadIsAConflict(t *testing.T) {
 		"error: could not create stack: invalid stack name",
 		"error: unexpected end of JSON input", // a checkpoint that does not parse is not a lock
 		"error: could not create stack: open /tmp/x/.pulumi/stacks/tfrs/a.json: permission denied",
+		`error: could not create stack: blob (key ".pulumi/stacks/tfrs/a.json") (code=NotFound): operation error S3: GetObject`, // not a lock
 	} {
 		assert.False(t, isTornLockRead(cli(stderr)), stderr)
 	}

@@ -139,20 +139,21 @@ func isLockConflict(err error) bool {
 	return auto.IsConcurrentUpdateError(err) || strings.Contains(stderrOf(err.Error()), "the stack is currently locked by")
 }
 
-// isTornLockRead recognises a `stack init` that read another creator's lock while it was
-// being written. The CLI's DIY backend (checkForLock, v3.276.0) lists the stack's lock
-// directory and unmarshals every entry; on a file backend a writer's temporary file
-// (<key>.<hex>.tmp, renamed when complete) is listed too, and read while still empty it fails
-// as "unexpected end of JSON input", or vanishes between the listing and the read. Both mean
-// another creator holds the lock at that moment, as isLockConflict does.
+// isTornLockRead recognises a `stack init` that read another creator's lock while it
+// changed. The CLI's DIY backend (checkForLock, v3.276.0) lists the stack's lock directory,
+// then reads and unmarshals every entry. Between the two, a lock can be released (its key
+// is gone: NotFound on S3, "no such file" on a file backend), and on a file backend a
+// writer's temporary file (<key>.<hex>.tmp, renamed when complete) is listed too and can be
+// read still empty ("unexpected end of JSON input"). Each means another creator held the
+// lock a moment ago, as isLockConflict does, so it is retried as one.
 func isTornLockRead(err error) bool {
 	msg := stderrOf(err.Error())
 	return strings.Contains(msg, "could not create stack: unexpected end of JSON input") ||
-		reTmpLockGone.MatchString(msg)
+		reLockGone.MatchString(msg)
 }
 
-// reTmpLockGone: the lock's temporary file named in a not-found error.
-var reTmpLockGone = regexp.MustCompile(`could not create stack: .*\.pulumi/locks/\S+\.json\.[0-9a-f]+\.tmp`)
+// reLockGone: a key under the lock directory named in a not-found error.
+var reLockGone = regexp.MustCompile(`could not create stack: .*\.pulumi/locks/\S+\.json\S*.*(NotFound|no such file or directory)`)
 
 // stderrOf extracts the stderr section of an Automation API error message. The message is
 // "<err>\ncode: N\nstdout: ...\nstderr: ...\n"; errors that are not from the CLI are kept whole.
