@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 )
 
 // SourceFetcher downloads the remote sources an object overrides (chartRepo, manifestURL)
@@ -19,6 +21,19 @@ import (
 type SourceFetcher interface {
 	Manifest(ctx context.Context, url string) (path string, err error)
 	Chart(ctx context.Context, repo, chart, version string) (path string, err error)
+}
+
+// BucketEnsurer checks, and by the bucket policy creates, a tenant's bucket on an external
+// S3-compatible endpoint (sourcepolicy.Fetcher is one: it connects under the source policy).
+// The tenant program asks the installed fetcher when it is one; a program run outside a door
+// (no fetcher installed: graphs, tests under mocks) checks nothing.
+type BucketEnsurer interface {
+	EnsureBucket(ctx context.Context, b sourcepolicy.Bucket) (created bool, err error)
+}
+
+func bucketEnsurer() BucketEnsurer {
+	e, _ := sourceFetcher().(BucketEnsurer)
+	return e
 }
 
 var (

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -426,6 +427,12 @@ const (
 	TenantOutputMinIOAccessKey = "minioAccessKey" // secret
 	TenantOutputMinIOSecretKey = "minioSecretKey" // secret
 	TenantOutputMinIOBucket    = "minioBucket"
+	// The minio* keys are the tenant's object storage whichever its provider (an external
+	// endpoint's host and port, its Secret's keys, its bucket); these say which it is. A
+	// stack made before them lacks them: MinIO.
+	TenantOutputObjectStorageProvider = "objectStorageProvider" // "MinIO" or "External"
+	TenantOutputObjectStorageURL      = "objectStorageURL"      // the S3 endpoint, http(s)://host:port
+	TenantOutputObjectStorageRegion   = "objectStorageRegion"   // "" for MinIO
 
 	TenantOutputOtelEndpoint         = "otelEndpoint"
 	TenantOutputJaegerURL            = "jaegerURL"
@@ -471,6 +478,9 @@ type TenantOutputs struct {
 	MinIOPort                        int
 	MinIOAccessKey, MinIOSecretKey   SecretString
 	MinIOBucket                      string
+	ObjectStorageProvider            OptionalString
+	ObjectStorageURL                 OptionalString
+	ObjectStorageRegion              OptionalString
 	OtelEndpoint, JaegerURL          string
 	PrometheusURL, GrafanaURL        string
 	GrafanaAdminUser                 string
@@ -500,6 +510,8 @@ func (o *TenantOutputs) fields() outputTable {
 		bind(TenantOutputMinIOHost, &o.MinIOHost), bind(TenantOutputMinIOPort, &o.MinIOPort),
 		bind(TenantOutputMinIOAccessKey, &o.MinIOAccessKey), bind(TenantOutputMinIOSecretKey, &o.MinIOSecretKey),
 		bind(TenantOutputMinIOBucket, &o.MinIOBucket),
+		bind(TenantOutputObjectStorageProvider, &o.ObjectStorageProvider), bind(TenantOutputObjectStorageURL, &o.ObjectStorageURL),
+		bind(TenantOutputObjectStorageRegion, &o.ObjectStorageRegion),
 		bind(TenantOutputOtelEndpoint, &o.OtelEndpoint), bind(TenantOutputJaegerURL, &o.JaegerURL),
 		bind(TenantOutputPrometheusURL, &o.PrometheusURL), bind(TenantOutputGrafanaURL, &o.GrafanaURL),
 		bind(TenantOutputGrafanaAdminUser, &o.GrafanaAdminUser), bind(TenantOutputGrafanaAdminPassword, &o.GrafanaAdminPassword),
@@ -508,6 +520,12 @@ func (o *TenantOutputs) fields() outputTable {
 		bind(TenantOutputSharedCacheClaim, &o.SharedCacheClaim), bind(TenantOutputSharedCacheDir, &o.SharedCacheDir),
 		bind(TenantOutputOwnerShare, &o.OwnerShare),
 	}
+}
+
+// ExternalObjectStorage reports whether the tenant's object storage is an external
+// endpoint (a stack made before the provider output is MinIO's).
+func (o *TenantOutputs) ExternalObjectStorage() bool {
+	return o.ObjectStorageProvider == OptionalString(v1alpha1.ObjectStorageExternal)
 }
 
 // TenantOutputKeys lists every output key of the tenant stack and whether it is secret.

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -231,6 +232,15 @@ func planServer(s *v1alpha1.TFRServer, t TenantOutputs, dataOwner string) (*serv
 	if _, off := p.skipped[ServerGrafanaSA]; !off && t.GrafanaURL == "" {
 		p.skipped[ServerGrafanaSA] = "the tenant has no Grafana"
 	}
+	if t.ExternalObjectStorage() {
+		if p.personal {
+			// Validation keeps personal job types on MinIO; outputs that say otherwise are
+			// not a tenant this program can give robots their own buckets in.
+			return nil, fmt.Errorf("server %q: the personal tenant's outputs name an external object storage; personal robots need MinIO", s.Name)
+		}
+		// No MinIO to make users in, and the tenant program checked or made the bucket.
+		p.skipped[ServerMinIOInit] = "the tenant's object storage is external: its bucket is the tenant's"
+	}
 	return p, nil
 }
 
@@ -334,7 +344,9 @@ func (p *serverPlan) connections(c *robotCredentials, pgPassword, mqPassword, s3
 		Postgres: confz.Postgres{Host: t.PostgresHost, Port: t.PostgresPort, User: c.postgresUser, Password: pgPassword, DBName: t.PostgresDatabase},
 		Redis:    confz.Redis{Host: t.RedisHost, Port: t.RedisPort, User: c.redisUser, Password: redisPassword},
 		RabbitMQ: confz.RabbitMQ{Host: t.RabbitMQHost, Port: t.RabbitMQPort, User: c.rabbitmqUser, Password: mqPassword, VHost: vhost},
-		COS:      confz.COS{Host: t.MinIOHost, Port: t.MinIOPort, AccessKey: s3Key, SecretKey: s3Secret, Bucket: c.bucket},
+		COS: confz.COS{Host: t.MinIOHost, Port: t.MinIOPort, AccessKey: s3Key, SecretKey: s3Secret, Bucket: c.bucket,
+			External: t.ExternalObjectStorage(), Secure: strings.HasPrefix(string(t.ObjectStorageURL), "https://"),
+			Region: string(t.ObjectStorageRegion)},
 		// The collector's OTLP endpoint ("" when the tenant has none: no [tracing]).
 		TracingEndpoint: t.OtelEndpoint,
 	}

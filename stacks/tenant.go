@@ -24,10 +24,13 @@ import (
 // Node ids of the tenant graph (the seeds' TFRTenant deployment order): the Pulumi names of
 // the components and what `tfrs graph` prints.
 const (
-	TenantNamespace     = "namespace"
-	TenantPostgreSQL    = "postgresql"
-	TenantRedis         = "redis"
-	TenantMinIO         = "minio"
+	TenantNamespace  = "namespace"
+	TenantPostgreSQL = "postgresql"
+	TenantRedis      = "redis"
+	TenantMinIO      = "minio"
+	// TenantObjectStorage is an external object storage (spec.objectStorage.provider
+	// External), in MinIO's place.
+	TenantObjectStorage = "object-storage"
 	TenantRabbitMQ      = "rabbitmq"
 	TenantTimescaleDB   = "timescaledb"
 	TenantJaeger        = "jaeger"
@@ -58,6 +61,7 @@ var tenantDependsOn = map[string][]string{
 	TenantPostgreSQL:    {TenantNamespace},
 	TenantRedis:         {TenantNamespace},
 	TenantMinIO:         {TenantNamespace},
+	TenantObjectStorage: {TenantNamespace},
 	TenantRabbitMQ:      {TenantNamespace, TenantRabbitMQOperatorReady},
 	TenantTimescaleDB:   {TenantNamespace, TenantPostgreSQL},
 	TenantJaeger:        {TenantNamespace},
@@ -280,13 +284,22 @@ func (p *tenantPlan) pullSecretName() string {
 // default). A credential is only generated for a component that is installed.
 func loginFor(ctx *pulumi.Context, ref *v1alpha1.ExistingSecretRef, credential string, user pulumi.StringInput) (tenant.Login, error) {
 	if ref != nil {
-		return tenant.Login{ExistingSecret: ref.ExistingSecret, User: user}, nil
+		return tenant.Login{ExistingSecret: ref.ExistingSecret, User: user, Unread: unread(ctx, ref.ExistingSecret)}, nil
 	}
 	pw, err := program.Credential(ctx, credential)
 	if err != nil {
 		return tenant.Login{}, err
 	}
 	return tenant.Login{User: user, Password: pw}, nil
+}
+
+// unread is the placeholder of a user-given Secret's keys when rendering without a cluster
+// (tenant.Login.Unread), "" when the Secret is read.
+func unread(ctx *pulumi.Context, secret string) string {
+	if !program.Rendering(ctx) {
+		return ""
+	}
+	return program.RenderPlaceholder("Secret " + secret)
 }
 
 // resources turns Kubernetes resource requirements into the components' form.

@@ -46,7 +46,11 @@ func tenantGraphDeps(s *v1alpha1.TFRTenantSpec) map[string][]string {
 		if c.Component == v1alpha1.ExportTimescaleDB && !s.TimescaleDB.IsEnabled() {
 			continue
 		}
-		export = append(export, exportedComponents[c.Component])
+		node := exportedComponents[c.Component]
+		if node == TenantMinIO && s.External() != nil {
+			node = TenantObjectStorage
+		}
+		export = append(export, node)
 	}
 	deps[TenantExportOutputs] = export
 	return deps
@@ -81,6 +85,9 @@ func exportSecretNameErrors(t *v1alpha1.TFRTenant, c TenantCluster) error {
 			taken[ref.ExistingSecret] = "the Secret " + what + " names"
 		}
 	}
+	if x := t.Spec.External(); x != nil {
+		taken[x.CredentialsSecret] = "the Secret spec.objectStorage.external.credentialsSecret names"
+	}
 	if what, ok := taken[e.SecretName]; ok {
 		return fmt.Errorf("tenant %q: spec.exportOutputs.secretName: %q is %s in namespace %q; pick another name", t.Name, e.SecretName, what, ns)
 	}
@@ -112,11 +119,9 @@ func (r *tenantRegistrar) exportedValues() map[string]map[string]pulumi.StringIn
 			}).(pulumi.StringOutput),
 		},
 		v1alpha1.ExportMinIO: {
-			v1alpha1.ExportHost: r.minio.Host, v1alpha1.ExportPort: str(r.minio.Port),
-			v1alpha1.ExportUser: r.minio.AccessKey, v1alpha1.ExportPassword: r.minio.SecretKey, v1alpha1.ExportBucket: r.minio.Bucket,
-			v1alpha1.ExportURL: pulumi.All(r.minio.Host, r.minio.Port).ApplyT(func(v []any) string {
-				return "http://" + net.JoinHostPort(v[0].(string), strconv.Itoa(v[1].(int)))
-			}).(pulumi.StringOutput),
+			v1alpha1.ExportHost: r.store.host, v1alpha1.ExportPort: str(r.store.port),
+			v1alpha1.ExportUser: r.store.accessKey, v1alpha1.ExportPassword: r.store.secretKey, v1alpha1.ExportBucket: r.store.bucket,
+			v1alpha1.ExportURL: r.store.url,
 		},
 		v1alpha1.ExportRabbitMQ: {
 			v1alpha1.ExportHost: r.mq.Host, v1alpha1.ExportPort: str(r.mq.Port),

@@ -1,11 +1,18 @@
 package stacks
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
 	"github.com/tfrs-io/tfrs-operator/api/clusterns"
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/components/tenant"
+	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -38,7 +45,7 @@ type tenantRegistrar struct {
 	ns     pulumi.StringOutput // the namespace's name
 	pg     *tenant.PostgreSQL
 	redis  *tenant.Redis
-	minio  *tenant.MinIO
+	store  *objectStore // MinIO's or the external endpoint's
 	mq     *tenant.RabbitMQ
 	tsdb   *tenant.TimescaleDB // nil when switched off
 	jaeger *tenant.Jaeger
@@ -53,7 +60,7 @@ func (r *tenantRegistrar) steps() []step {
 		{TenantNamespace, tenant.NamespaceType, "", r.addNamespace},
 		{TenantPostgreSQL, tenant.PostgreSQLType, "", r.addPostgreSQL},
 		{TenantRedis, tenant.RedisType, "", r.addRedis},
-		{TenantMinIO, tenant.MinIOType, "", r.addMinIO},
+		r.objectStorageStep(),
 		{TenantRabbitMQ, tenant.RabbitMQType, "", r.addRabbitMQ},
 		{TenantTimescaleDB, tenant.TimescaleDBType, unlessEnabled(s.TimescaleDB.IsEnabled()), r.addTimescaleDB},
 	}
@@ -79,6 +86,7 @@ func (r *tenantRegistrar) addNamespace(o ...pulumi.ResourceOption) (pulumi.Resou
 		Name: p.namespace, Labels: p.labels, Retain: p.retainNamespace, Quota: p.quota, Egress: p.egress,
 		// A personal job type's telemetry is every user's robots': no robot reads it.
 		RobotsReadNoTelemetry: r.t.Spec.Type == v1alpha1.TenantPersonal,
+		NoMinIO:               r.spec.External() != nil,
 		Annotations:           map[string]string{AnnotationOwner: p.owner},
 		AllowedNamespaces:     clusterns.Trusted(), // the mesh trusts names: the reserved ones (see clusterns)
 	}
@@ -172,12 +180,76 @@ func (r *tenantRegistrar) addMinIO(o ...pulumi.ResourceOption) (pulumi.Resource,
 	if err != nil {
 		return nil, err
 	}
-	r.minio = c
-	r.out.set(TenantOutputMinIOHost, c.Host)
-	r.out.set(TenantOutputMinIOPort, c.Port)
-	r.out.set(TenantOutputMinIOAccessKey, c.AccessKey)
-	r.out.set(TenantOutputMinIOSecretKey, c.SecretKey)
-	r.out.set(TenantOutputMinIOBucket, c.Bucket)
+	url := pulumi.All(c.Host, c.Port).ApplyT(func(v []any) string {
+		return "http://" + net.JoinHostPort(v[0].(string), strconv.Itoa(v[1].(int)))
+	}).(pulumi.StringOutput)
+	r.setObjectStore(v1alpha1.ObjectStorageMinIO, &objectStore{host: c.Host, port: c.Port, accessKey: c.AccessKey,
+		secretKey: c.SecretKey, bucket: c.Bucket, url: url, region: pulumi.String("").ToStringOutput()})
+	return c, nil
+}
+
+// objectStore is the tenant's object storage as the later steps and the outputs see it,
+// whichever its provider.
+type objectStore struct {
+	host                         pulumi.StringOutput
+	port                         pulumi.IntOutput
+	accessKey, secretKey, bucket pulumi.StringOutput
+	url, region                  pulumi.StringOutput
+}
+
+// objectStorageStep is MinIO, or the external endpoint in its place (a node of its own, so
+// switching providers deletes the MinIO Tenant as a change the approval gate sees).
+func (r *tenantRegistrar) objectStorageStep() step {
+	if r.t.Spec.External() != nil {
+		return step{TenantObjectStorage, tenant.ObjectStorageType, "", r.addExternalObjectStorage}
+	}
+	return step{TenantMinIO, tenant.MinIOType, "", r.addMinIO}
+}
+
+func (r *tenantRegistrar) setObjectStore(provider v1alpha1.ObjectStorageProvider, s *objectStore) {
+	r.store = s
+	r.out.set(TenantOutputMinIOHost, s.host)
+	r.out.set(TenantOutputMinIOPort, s.port)
+	r.out.set(TenantOutputMinIOAccessKey, s.accessKey)
+	r.out.set(TenantOutputMinIOSecretKey, s.secretKey)
+	r.out.set(TenantOutputMinIOBucket, s.bucket)
+	r.out.set(TenantOutputObjectStorageProvider, pulumi.String(string(provider)))
+	r.out.set(TenantOutputObjectStorageURL, s.url)
+	r.out.set(TenantOutputObjectStorageRegion, s.region)
+}
+
+// addExternalObjectStorage reads the endpoint's credentials from the user's Secret and
+// checks the bucket (creating it under bucketPolicy Create) through the door's source
+// policy before any later step uses it. A preview connects nowhere.
+func (r *tenantRegistrar) addExternalObjectStorage(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
+	e := r.spec.External()
+	_, host, port, err := e.Parts()
+	if err != nil {
+		return nil, fmt.Errorf("spec.objectStorage.external.endpoint: %w", err)
+	}
+	bucket := e.Bucket
+	if bucket == "" {
+		bucket = tenantBucket(r.p.namespace)
+	}
+	args := &tenant.ExternalObjectStorageArgs{
+		Namespace: r.ns, Endpoint: strings.TrimSuffix(e.Endpoint, "/"), Host: host, Port: port,
+		Region: e.Region, Bucket: bucket, CredentialsSecret: e.CredentialsSecret, Unread: unread(r.ctx, e.CredentialsSecret),
+	}
+	if be := bucketEnsurer(); be != nil && !r.ctx.DryRun() && !program.Rendering(r.ctx) {
+		args.Ensure = func(accessKey, secretKey string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), sourcepolicy.BucketTimeout)
+			defer cancel()
+			_, err := be.EnsureBucket(ctx, sourcepolicy.Bucket{Endpoint: args.Endpoint, Region: e.Region, Name: bucket,
+				AccessKey: accessKey, SecretKey: secretKey, Create: e.BucketPolicy != v1alpha1.BucketExisting})
+			return err
+		}
+	}
+	c, err := tenant.NewExternalObjectStorage(r.ctx, TenantObjectStorage, args, o...)
+	if err != nil {
+		return nil, err
+	}
+	r.setObjectStore(v1alpha1.ObjectStorageExternal, &objectStore{host: c.Host, port: c.Port, accessKey: c.AccessKey,
+		secretKey: c.SecretKey, bucket: c.Bucket, url: c.Endpoint, region: c.Region})
 	return c, nil
 }
 
@@ -185,7 +257,7 @@ func (r *tenantRegistrar) addMinIO(o ...pulumi.ResourceOption) (pulumi.Resource,
 // password (MinIO has no default user, unlike the other components of loginFor).
 func (r *tenantRegistrar) minIOLogin() (tenant.Login, error) {
 	if ref := r.spec.Credentials.MinIO; ref != nil {
-		return tenant.Login{ExistingSecret: ref.ExistingSecret}, nil
+		return tenant.Login{ExistingSecret: ref.ExistingSecret, Unread: unread(r.ctx, ref.ExistingSecret)}, nil
 	}
 	user, err := program.Credential(r.ctx, CredentialMinIORootUser, program.WithLength(20))
 	if err != nil {

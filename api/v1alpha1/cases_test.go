@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -67,6 +68,36 @@ func newCluster(mut ...func(*TFRCluster)) *TFRCluster {
 	return c
 }
 
+// externalTenant is a tenant with an external object storage, changed by edit and then by
+// the tenant mutations.
+func externalTenant(edit ...any) *TFRTenant {
+	return newTenant(func(t *TFRTenant) {
+		e := &ExternalObjectStorage{Endpoint: "https://s3.storage.example.com", CredentialsSecret: "acme-s3"}
+		t.Spec.ObjectStorage = ObjectStorageSpec{Provider: ObjectStorageExternal, External: e}
+		for _, f := range edit {
+			switch f := f.(type) {
+			case func(*ExternalObjectStorage):
+				f(e)
+			case func(*TFRTenant):
+				f(t)
+			}
+		}
+	})
+}
+
+// badEndpoints are endpoints the schema and Validate refuse, each for its own part.
+var badEndpoints = []string{
+	"s3.example.com",                               // no scheme
+	"ftp://s3.example.com",                         // not http(s)
+	"file:///var/lib/tfrs",                         // a local path
+	"https://",                                     // no host
+	"https://s3.example.com/bucket",                // a path
+	"https://s3.example.com?x-id=1",                // a query
+	"https://s3.example.com#frag",                  // a fragment
+	"https://key:secret@s3.example.com",            // user info
+	"https://" + strings.Repeat("a", 510) + ".com", // too long
+}
+
 func newTenant(mut ...func(*TFRTenant)) *TFRTenant {
 	t := &TFRTenant{ObjectMeta: nsMeta("acme"), Spec: TFRTenantSpec{ClusterRef: "main", Type: TenantEnterprise}}
 	for _, m := range mut {
@@ -91,7 +122,7 @@ func qty(s string) *resource.Quantity {
 }
 
 func validationCases() []validationCase {
-	return []validationCase{
+	cases := []validationCase{
 		// TFRCluster
 		{name: "cluster/minimal", obj: newCluster()},
 		{name: "cluster/full", obj: newCluster(func(c *TFRCluster) {
@@ -229,6 +260,28 @@ func validationCases() []validationCase {
 		{name: "tenant/redis-negative-size", obj: newTenant(func(t *TFRTenant) { t.Spec.Redis.Size = qty("-1Gi") }), fields: []string{"spec.redis.size"}},
 		{name: "tenant/minio-zero-servers", obj: newTenant(func(t *TFRTenant) { t.Spec.MinIO.Servers = ptr.To[int32](0) }), fields: []string{"spec.minio.servers"}},
 		{name: "tenant/minio-bad-storage-class", obj: newTenant(func(t *TFRTenant) { t.Spec.MinIO.StorageClassName = "Fast SSD" }), fields: []string{"spec.minio.storageClassName"}},
+		{name: "tenant/external-object-storage", obj: externalTenant()},
+		{name: "tenant/external-object-storage-full", obj: externalTenant(func(e *ExternalObjectStorage) {
+			e.Endpoint, e.Region, e.Bucket, e.BucketPolicy = "http://rgw.storage.svc.cluster.local:8080/", "eu-central-1", "acme.data-1", BucketExisting
+		})},
+		{name: "tenant/external-without-endpoint-block", obj: newTenant(func(t *TFRTenant) { t.Spec.ObjectStorage.Provider = ObjectStorageExternal }),
+			fields: []string{"spec.objectStorage.external"}},
+		{name: "tenant/external-block-with-minio", obj: externalTenant(func(*ExternalObjectStorage) {}, func(t *TFRTenant) {
+			t.Spec.ObjectStorage.Provider = ObjectStorageMinIO
+		}), fields: []string{"spec.objectStorage.external"}},
+		{name: "tenant/unknown-object-storage-provider", obj: newTenant(func(t *TFRTenant) { t.Spec.ObjectStorage.Provider = "Ceph" }),
+			fields: []string{"spec.objectStorage.provider"}},
+		{name: "tenant/external-with-minio-credentials", obj: externalTenant(func(*ExternalObjectStorage) {}, func(t *TFRTenant) {
+			t.Spec.Credentials.MinIO = &ExistingSecretRef{ExistingSecret: "acme-minio"}
+		}), fields: []string{"spec.credentials.minio"}},
+		{name: "tenant/external-bad-bucket", obj: externalTenant(func(e *ExternalObjectStorage) { e.Bucket = "Acme_Data" }),
+			fields: []string{"spec.objectStorage.external.bucket"}},
+		{name: "tenant/external-bad-region", obj: externalTenant(func(e *ExternalObjectStorage) { e.Region = "EU West" }),
+			fields: []string{"spec.objectStorage.external.region"}},
+		{name: "tenant/external-bad-bucket-policy", obj: externalTenant(func(e *ExternalObjectStorage) { e.BucketPolicy = "Adopt" }),
+			fields: []string{"spec.objectStorage.external.bucketPolicy"}},
+		{name: "tenant/external-bad-credentials-secret", obj: externalTenant(func(e *ExternalObjectStorage) { e.CredentialsSecret = "S3 Keys" }),
+			fields: []string{"spec.objectStorage.external.credentialsSecret"}},
 		{name: "tenant/rabbitmq-zero-replicas", obj: newTenant(func(t *TFRTenant) { t.Spec.RabbitMQ.Replicas = ptr.To[int32](0) }), fields: []string{"spec.rabbitmq.replicas"}},
 		{name: "tenant/grafana-two-sources", obj: newTenant(func(t *TFRTenant) {
 			t.Spec.Grafana.ChartRepo, t.Spec.Grafana.ManifestURL = "https://grafana.github.io/helm-charts", "https://example.com/g.yaml"
@@ -324,6 +377,20 @@ func validationCases() []validationCase {
 			s.Spec.ConfzData = "[postgresql]\nport = = 5432\n"
 		}), fields: []string{"spec.confzData"}, goOnly: true, detail: "line 2, column"},
 	}
+	for i, ep := range badEndpoints {
+		cases = append(cases, validationCase{name: fmt.Sprintf("tenant/external-bad-endpoint-%d", i),
+			obj: externalTenant(func(e *ExternalObjectStorage) { e.Endpoint = ep }), fields: []string{"spec.objectStorage.external.endpoint"}})
+	}
+	// A personal job type's middleware keeps MinIO, the shared one and a job type's own.
+	ext := TenantMiddleware{ObjectStorage: ObjectStorageSpec{Provider: ObjectStorageExternal,
+		External: &ExternalObjectStorage{Endpoint: "https://s3.storage.example.com", CredentialsSecret: "s3"}}}
+	return append(cases,
+		validationCase{name: "cluster/personal-external-object-storage", obj: newCluster(func(c *TFRCluster) { c.Spec.Personal.Middleware = ext }),
+			fields: []string{"spec.personal.middleware.objectStorage.provider"}},
+		validationCase{name: "cluster/personal-job-type-external-object-storage", obj: newCluster(func(c *TFRCluster) {
+			c.Spec.Personal.JobTypes = map[string]TenantMiddleware{"chat": ext}
+		}), fields: []string{"spec.personal.jobTypes"}, detail: "jobTypes[chat].objectStorage.provider"},
+	)
 }
 
 // updateCase is an update from old to updated, shared by the unit test (ValidateUpdate) and the

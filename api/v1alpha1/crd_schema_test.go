@@ -147,7 +147,7 @@ func TestCRDDefaultsMatchGo(t *testing.T) {
 func TestCRDPatternsMatchGo(t *testing.T) {
 	goPatterns := []string{PatternDNSLabel, PatternDNSSubdomain, PatternRoutingName, PatternEnvVarName, PatternVersion,
 		PatternChartRepo, PatternManifestURL, PatternEmail, PatternACMEServer, PatternRegistry, PatternSecretKey,
-		PatternDatabase, PatternPGRole, PatternGrafanaUser, PatternDuration, PatternAbsolutePath, PatternRobotType, PatternKeyTemplate}
+		PatternDatabase, PatternPGRole, PatternGrafanaUser, PatternDuration, PatternAbsolutePath, PatternRobotType, PatternKeyTemplate, PatternBucket}
 	used := map[string]bool{}
 	var walk func(kind, path string, s *apiextensionsv1.JSONSchemaProps)
 	walk = func(kind, path string, s *apiextensionsv1.JSONSchemaProps) {

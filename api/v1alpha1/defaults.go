@@ -49,6 +49,7 @@ const (
 	DefaultMinIOVolumesPerServer int32 = 1
 	DefaultMinIOSize                   = "10Gi"
 	DefaultMinIOImage                  = "quay.io/minio/minio:RELEASE.2025-04-22T22-12-26Z"
+	DefaultObjectStorageRegion         = "us-east-1"
 
 	DefaultRabbitMQReplicas int32 = 1
 	DefaultRabbitMQImage          = "rabbitmq:4.2.6-management"
@@ -127,6 +128,11 @@ func (x *TFRTenant) Default() {
 	setDefaultPtr(&mn.VolumesPerServer, DefaultMinIOVolumesPerServer)
 	setDefaultQuantity(&mn.Size, DefaultMinIOSize)
 	setDefault(&mn.Image, DefaultMinIOImage)
+	setDefault(&s.ObjectStorage.Provider, ObjectStorageMinIO)
+	if e := s.ObjectStorage.External; e != nil {
+		setDefault(&e.Region, DefaultObjectStorageRegion)
+		setDefault(&e.BucketPolicy, BucketCreate)
+	}
 
 	mq := &s.RabbitMQ
 	setDefaultPtr(&mq.Replicas, DefaultRabbitMQReplicas)

@@ -164,6 +164,7 @@ func (p PersonalSpec) Gate() (ApprovalMode, DriftDetectionSpec) {
 // with the errors at their place under p, and the job types.
 func (p *PersonalSpec) validate(path *field.Path) field.ErrorList {
 	errs := middlewareErrors(path.Child("middleware"), &p.Middleware)
+	errs = append(errs, personalObjectStorageErrors(path.Child("middleware"), &p.Middleware)...)
 	jp := path.Child("jobTypes")
 	if len(p.JobTypes) > MaxPersonalJobTypes {
 		errs = append(errs, field.TooMany(jp, len(p.JobTypes), MaxPersonalJobTypes))
@@ -181,9 +182,26 @@ func (p *PersonalSpec) validate(path *field.Path) field.ErrorList {
 		m := p.JobTypes[k]
 		// At jobTypes.<key>, as the API server names a field of a map entry.
 		errs = append(errs, middlewareErrors(jp.Child(k), &m)...)
+		if m.ObjectStorage.Provider == ObjectStorageExternal {
+			// At jobTypes, where the API server's rule over the map reports it.
+			errs = append(errs, field.Forbidden(jp, fmt.Sprintf("jobTypes[%s].objectStorage.provider: %s", k, personalMinIORule)))
+		}
 	}
 	return append(errs, p.OwnerShare.validate(path.Child("ownerShare"))...)
 }
+
+// personalObjectStorageErrors: the shared middleware (at p) keeps MinIO, where every
+// personal robot gets its own user and bucket (minio-init); an external endpoint has no
+// admin API TFRS could make them with, and one shared login would let robots read each
+// other's objects.
+func personalObjectStorageErrors(p *field.Path, m *TenantMiddleware) field.ErrorList {
+	if m.ObjectStorage.Provider != ObjectStorageExternal {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(p.Child("objectStorage", "provider"), personalMinIORule)}
+}
+
+const personalMinIORule = "personal job types use MinIO: each personal robot gets its own MinIO user and bucket, which an external endpoint cannot give"
 
 // validate: a share is positive (a zero share would refuse every robot; leave it unset for
 // no limit, or the robots unset and the amounts small).

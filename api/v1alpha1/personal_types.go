@@ -27,6 +27,7 @@ const MaxPersonalJobTypes = 12
 // personal TFRTenant, so no personal tenant can change the middleware another one uses.
 type PersonalSpec struct {
 	// Middleware is the shared middleware of every job type that jobTypes does not list.
+	// +kubebuilder:validation:XValidation:rule="!has(self.objectStorage) || !has(self.objectStorage.provider) || self.objectStorage.provider != 'External'",message="personal job types use MinIO: each personal robot gets its own MinIO user and bucket, which an external endpoint cannot give",fieldPath=".objectStorage.provider"
 	// +kubebuilder:default={}
 	// +optional
 	Middleware TenantMiddleware `json:"middleware,omitempty"`
@@ -36,6 +37,7 @@ type PersonalSpec struct {
 	// Keys are job types.
 	// +kubebuilder:validation:MaxProperties=12
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 54 && k.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$'))",message="jobTypes keys must be job types: DNS-1123 labels of at most 54 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !has(self[k].objectStorage) || !has(self[k].objectStorage.provider) || self[k].objectStorage.provider != 'External')",message="personal job types use MinIO: each personal robot gets its own MinIO user and bucket, which an external endpoint cannot give"
 	// +optional
 	JobTypes map[string]TenantMiddleware `json:"jobTypes,omitempty"`
 

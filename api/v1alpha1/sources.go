@@ -15,6 +15,9 @@ const (
 	SourceLocalPath SourceKind = "localPath"
 	// SourceSecretRef is a Secret read from a namespace (passwordSecretRef).
 	SourceSecretRef SourceKind = "secretRef"
+	// SourceObjectStorage is an external object storage endpoint (http, https) the tenant
+	// program connects to, to check or create the tenant's bucket.
+	SourceObjectStorage SourceKind = "objectStorage"
 )
 
 // SourceField is one place of a spec that names something tfrs reads or fetches on the
@@ -74,12 +77,17 @@ func (x *TFRCluster) Sources() []SourceField {
 	return out
 }
 
-// Sources lists the Jaeger and Grafana chart overrides. A tenant's credentials name Secrets
-// of its own namespace only.
+// Sources lists the Jaeger and Grafana chart overrides and the external object storage
+// endpoint. A tenant's credentials name Secrets of its own namespace only.
 func (x *TFRTenant) Sources() []SourceField {
 	p := field.NewPath("spec")
 	out := componentSources(p.Child("jaeger"), &x.Spec.Jaeger.ComponentSource)
-	return append(out, componentSources(p.Child("grafana"), &x.Spec.Grafana.ComponentSource)...)
+	out = append(out, componentSources(p.Child("grafana"), &x.Spec.Grafana.ComponentSource)...)
+	if e := x.Spec.ObjectStorage.External; e != nil && e.Endpoint != "" {
+		// Listed whatever the provider says: a door decides on every endpoint a spec names.
+		out = append(out, SourceField{Path: p.Child("objectStorage", "external", "endpoint"), Kind: SourceObjectStorage, Value: e.Endpoint})
+	}
+	return out
 }
 
 // Sources is empty: a server reads only its tenant's outputs.

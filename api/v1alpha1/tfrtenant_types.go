@@ -185,6 +185,96 @@ type MinIOSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 }
 
+// ObjectStorageProvider is where a tenant's objects live.
+// +kubebuilder:validation:Enum=MinIO;External
+type ObjectStorageProvider string
+
+const (
+	// ObjectStorageMinIO (the default, as the seeds say): the tenant's own MinIO Tenant, made
+	// by the MinIO operator from spec.minio.
+	ObjectStorageMinIO ObjectStorageProvider = "MinIO"
+	// ObjectStorageExternal: an S3-compatible endpoint the platform provides
+	// (spec.objectStorage.external); no MinIO runs in the tenant.
+	ObjectStorageExternal ObjectStorageProvider = "External"
+)
+
+// BucketPolicy is what the tenant program does about an external bucket.
+// +kubebuilder:validation:Enum=Create;Existing
+type BucketPolicy string
+
+const (
+	// BucketCreate (the default) creates the bucket when it does not exist.
+	BucketCreate BucketPolicy = "Create"
+	// BucketExisting requires the bucket to exist; the tenant's run fails, naming it, when
+	// it does not. For credentials that may not create buckets.
+	BucketExisting BucketPolicy = "Existing"
+)
+
+// Keys of the Secret spec.objectStorage.external.credentialsSecret names.
+const (
+	SecretKeyAccessKey = "accessKey"
+	SecretKeySecretKey = "secretKey"
+)
+
+// ObjectStorageSpec chooses the tenant's object storage: its MinIO (spec.minio) or an
+// external S3-compatible endpoint.
+// +kubebuilder:validation:XValidation:rule="!has(self.provider) || self.provider != 'External' || has(self.external)",message="provider External needs spec.objectStorage.external",fieldPath=".external"
+// +kubebuilder:validation:XValidation:rule="(has(self.provider) && self.provider == 'External') || !has(self.external)",message="external is only valid with provider External",fieldPath=".external"
+type ObjectStorageSpec struct {
+	// Provider is MinIO (default) or External.
+	// +kubebuilder:default=MinIO
+	// +optional
+	Provider ObjectStorageProvider `json:"provider,omitempty"`
+
+	// External is the platform's S3-compatible endpoint; required with provider External.
+	// +optional
+	External *ExternalObjectStorage `json:"external,omitempty"`
+}
+
+// ExternalObjectStorage is an S3-compatible endpoint the platform provides. Its host must
+// be allowed by the source policy of every door (--source-allow-host), as a chart
+// repository's is: the tfrs process connects to it to check or create the bucket. The
+// tenant's pods reach it under the cluster's egress policy (spec.egress): a public
+// endpoint with publicInternet Allow, a private one only through spec.egress.allowedCIDRs.
+type ExternalObjectStorage struct {
+	// Endpoint is the S3 API's base URL: https://host[:port], or http:// for an endpoint
+	// the mesh or the network already encrypts. No path, query, fragment or user info.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http'] && url(self).getHostname() != '' && url(self).getEscapedPath() in ['', '/'] && !self.contains('@') && !self.contains('?') && !self.contains('#')",message="endpoint must be http(s)://host[:port] with no path, query, fragment or user info"
+	Endpoint string `json:"endpoint"`
+
+	// Region of the bucket, as the endpoint's request signing expects it.
+	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Region string `json:"region,omitempty"`
+
+	// Bucket is the tenant's bucket; empty means the name MinIO's bucket would have (the
+	// tenant's namespace; "<namespace>-data" when the namespace is shorter than 3 characters).
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
+	// +optional
+	Bucket string `json:"bucket,omitempty"`
+
+	// BucketPolicy is Create (default: made when missing) or Existing (must exist). TFRS
+	// never deletes an external bucket, whatever the deletion policy.
+	// +kubebuilder:default=Create
+	// +optional
+	BucketPolicy BucketPolicy `json:"bucketPolicy,omitempty"`
+
+	// CredentialsSecret names a Secret in the tenant's namespace with the keys "accessKey"
+	// and "secretKey": the credentials of the tenant's bucket, which its robots share.
+	// +kubebuilder:validation:Required
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	CredentialsSecret string `json:"credentialsSecret"`
+}
+
 // RabbitMQSpec is the tenant's RabbitmqCluster CR.
 type RabbitMQSpec struct {
 	// Replicas of the RabbitMQ cluster.
@@ -391,9 +481,15 @@ type TenantMiddleware struct {
 	// +kubebuilder:default={}
 	// +optional
 	Redis RedisSpec `json:"redis,omitempty"`
+	// MinIO is the tenant's MinIO, used when spec.objectStorage.provider is MinIO.
 	// +kubebuilder:default={}
 	// +optional
 	MinIO MinIOSpec `json:"minio,omitempty"`
+	// ObjectStorage chooses the tenant's object storage: its MinIO (default) or an external
+	// S3-compatible endpoint.
+	// +kubebuilder:default={}
+	// +optional
+	ObjectStorage ObjectStorageSpec `json:"objectStorage,omitempty"`
 	// +kubebuilder:default={}
 	// +optional
 	RabbitMQ RabbitMQSpec `json:"rabbitmq,omitempty"`
@@ -432,6 +528,7 @@ type TenantMiddleware struct {
 // +kubebuilder:validation:XValidation:rule="self.type == 'personal' || !has(self.jobType)",message="jobType is only valid when type is personal",fieldPath=".jobType"
 // +kubebuilder:validation:XValidation:rule="has(self.namespace) == has(oldSelf.namespace)",message="namespace cannot be added or removed after creation",fieldPath=".namespace"
 // +kubebuilder:validation:XValidation:rule="self.type != 'personal' || !has(self.class)",message="class is only valid for enterprise tenants: a personal tenant's job type takes the cluster's spec.tenancy.personalClass",fieldPath=".class"
+// +kubebuilder:validation:XValidation:rule="!has(self.objectStorage) || !has(self.objectStorage.provider) || self.objectStorage.provider != 'External' || !has(self.credentials) || !has(self.credentials.minio)",message="credentials.minio is MinIO's root login: with an external object storage its credentials come from objectStorage.external.credentialsSecret",fieldPath=".credentials.minio"
 // +kubebuilder:validation:XValidation:rule="self.type != 'personal' || !has(self.exportOutputs)",message="exportOutputs is only valid for enterprise tenants: a personal tenant's middleware is shared by its job type",fieldPath=".exportOutputs"
 type TFRTenantSpec struct {
 	// ClusterRef is the name of the TFRCluster the tenant runs on.

@@ -37,11 +37,13 @@ const (
 	PatternDNSSubdomain = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// PatternRoutingName is the shape of robotId and robotType, the X-TF-RobotId and X-TF-RobotType
 	// routing headers.
-	PatternRoutingName  = `^[a-z0-9-]+$`
-	PatternEnvVarName   = `^[A-Za-z_][A-Za-z0-9_]*$`
-	PatternVersion      = `^[A-Za-z0-9][A-Za-z0-9.+_-]*$`
-	PatternChartRepo    = `^(https?|oci)://\S+$`
-	PatternManifestURL  = `^(https?|file)://\S+$`
+	PatternRoutingName = `^[a-z0-9-]+$`
+	PatternEnvVarName  = `^[A-Za-z_][A-Za-z0-9_]*$`
+	PatternVersion     = `^[A-Za-z0-9][A-Za-z0-9.+_-]*$`
+	PatternChartRepo   = `^(https?|oci)://\S+$`
+	PatternManifestURL = `^(https?|file)://\S+$`
+	// PatternBucket is an S3 bucket name (3-63 characters, checked apart).
+	PatternBucket       = `^[a-z0-9][a-z0-9.-]*[a-z0-9]$`
 	PatternEmail        = `^[^@\s]+@[^@\s]+$`
 	PatternACMEServer   = `^https://\S+$`
 	PatternRegistry     = `^[a-zA-Z0-9]([a-zA-Z0-9.:-]*[a-zA-Z0-9])?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$`
@@ -252,6 +254,7 @@ func (x *TFRTenant) validate(chartValues chartValuesRule) field.ErrorList {
 	errs = append(errs, intRange(mp.Child("volumesPerServer"), mn.VolumesPerServer, 1, 16)...)
 	errs = append(errs, storage(mp, mn.Size, mn.StorageClassName)...)
 	errs = append(errs, image(mp.Child("image"), mn.Image, optional)...)
+	errs = append(errs, objectStorageErrors(p.Child("objectStorage"), &s.TenantMiddleware)...) // objectstorage.go
 
 	qp := p.Child("rabbitmq")
 	mq := &s.RabbitMQ

@@ -89,10 +89,13 @@ type APIClient struct {
 var APIServerClients = []APIClient{
 	{Name: "cnpg", Exists: []string{"cnpg.io/cluster"}},
 	{Name: "rabbitmq", Labels: map[string]string{kit.LabelPartOf: "rabbitmq"}},
-	{Name: "minio", Exists: []string{"v1.min.io/tenant"}},
+	{Name: apiClientMinIO, Exists: []string{"v1.min.io/tenant"}},
 	{Name: "prometheus", Labels: appLabels(PrometheusService)},
 	{Name: "grafana-sa", Labels: map[string]string{kit.LabelPartOf: kit.PartOf, kit.LabelComponent: "grafana-sa"}},
 }
+
+// apiClientMinIO is the MinIO sidecar's entry of APIServerClients.
+const apiClientMinIO = "minio"
 
 // Egress is a tenant namespace's egress policy.
 type Egress struct {
@@ -107,6 +110,9 @@ type Egress struct {
 	APIServerPorts []int32
 	// PublicInternet allows public addresses (see the model above).
 	PublicInternet bool
+	// NoMinIO: no MinIO runs in the namespace (its object storage is external), so its
+	// sidecar gets no API server allowance.
+	NoMinIO bool
 	// Allowed are the admin's extra destinations; Blocked the admin's public ranges to deny.
 	Allowed, Blocked []string
 }
@@ -170,6 +176,9 @@ func EgressPolicies(e *Egress) ([]NamedPolicy, error) {
 		api = append(api, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: p.String()}})
 	}
 	for _, c := range APIServerClients {
+		if e.NoMinIO && c.Name == apiClientMinIO {
+			continue
+		}
 		sel := metav1.LabelSelector{MatchLabels: c.Labels}
 		for _, k := range c.Exists {
 			sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpExists})

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -19,12 +20,19 @@ import (
 // egressNetwork registers tenant namespaces with egress e and returns the cluster view of
 // every policy they registered, read back from the provider's inputs.
 func egressNetwork(t *testing.T, e *Egress, names ...string) netpol.Cluster {
+	return egressNetworkOf(t, NamespaceArgs{Egress: e}, names...)
+}
+
+// egressNetworkOf is egressNetwork with the namespaces made from args (their names set).
+func egressNetworkOf(t *testing.T, args NamespaceArgs, names ...string) netpol.Cluster {
 	t.Helper()
 	var c netpol.Cluster
 	for _, name := range names {
 		m := &pt.Mocks{}
 		m.Run(t, func(ctx *pulumi.Context) error {
-			_, err := NewNamespace(ctx, "namespace", &NamespaceArgs{Name: name, AllowedNamespaces: clusterns.Trusted(), Egress: e})
+			a := args
+			a.Name, a.AllowedNamespaces = name, clusterns.Trusted()
+			_, err := NewNamespace(ctx, "namespace", &a)
 			return err
 		})
 		for _, r := range m.All(networkPolicyType) {
@@ -272,6 +280,22 @@ func TestNoRobotReachesSharedPrometheus(t *testing.T) {
 			got, err := c.Allowed(tc.from, tc.to, "TCP", tc.port)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got, "personal=%v: %v -> %v:%d", personal, tc.from.Labels, tc.to.Labels, tc.port)
+		}
+	}
+}
+
+// With an external object storage (NoMinIO) a pod labelled as MinIO's reaches the API server
+// no more, and the other middleware's pods still do: the allowance follows what runs. The
+// MinIO operator's ingress policy goes with it (TestTenantExternalObjectStorage).
+func TestEgressWithoutMinIO(t *testing.T) {
+	api := netip.MustParseAddr("10.96.0.1")
+	for _, noMinIO := range []bool{false, true} {
+		c := egressNetworkOf(t, NamespaceArgs{Egress: defaultEgress(), NoMinIO: noMinIO}, "acme")
+		for _, pod := range apiClientPods {
+			got, err := c.EgressTo(netpol.Pod{Namespace: "acme", Labels: pod}, api, "TCP", 443)
+			require.NoError(t, err)
+			want := !(noMinIO && maps.Equal(pod, minioPod))
+			require.Equal(t, want, got, "noMinIO %v: %v -> API server", noMinIO, pod)
 		}
 	}
 }

@@ -57,6 +57,9 @@ type NamespaceArgs struct {
 	// provisioner. Nil: egress stays open (a cluster stack from before the policy exports
 	// none; its tenants get it on their first up after the cluster's).
 	Egress *Egress
+	// NoMinIO: the tenant's object storage is external, so no MinIO runs here and neither
+	// the MinIO operator's ingress nor the MinIO sidecar's API server egress is allowed.
+	NoMinIO bool
 	// RobotsReadNoTelemetry, for a personal job type's shared namespace, keeps every robot's
 	// mesh identity away from the shared Prometheus, Jaeger query and Grafana (telemetry.go).
 	RobotsReadNoTelemetry bool
@@ -174,7 +177,7 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		return nil, err
 	}
 	c.Keep(pa, ap)
-	if err := c.addNetworkPolicies(ctx, name, nsName, args.RobotsReadNoTelemetry, privileged); err != nil {
+	if err := c.addNetworkPolicies(ctx, name, nsName, args.RobotsReadNoTelemetry, args.NoMinIO, privileged); err != nil {
 		return nil, err
 	}
 	if args.RobotsReadNoTelemetry {
@@ -187,7 +190,9 @@ func NewNamespace(ctx *pulumi.Context, name string, args *NamespaceArgs, opts ..
 		c.Keep(np)
 	}
 	if args.Egress != nil {
-		if err := c.addEgressPolicies(ctx, name, nsName, args.Egress, privileged); err != nil {
+		e := *args.Egress
+		e.NoMinIO = args.NoMinIO
+		if err := c.addEgressPolicies(ctx, name, nsName, &e, privileged); err != nil {
 			return nil, err
 		}
 	}

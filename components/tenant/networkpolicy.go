@@ -90,7 +90,9 @@ var OperatorPeers = []OperatorPeer{
 // (Grafana) and the platform's callers (NetworkPolicyAllowPrometheus): Prometheus runs
 // outside the mesh, so this is what keeps one user's robots from reading every robot's
 // metrics (components/tenant/telemetry.go covers the meshed Jaeger and Grafana).
-func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, noRobotsToPrometheus bool, opts []pulumi.ResourceOption) error {
+//
+// noMinIO leaves out the MinIO operator's policy: the tenant's object storage is external.
+func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulumi.StringInput, noRobotsToPrometheus, noMinIO bool, opts []pulumi.ResourceOption) error {
 	tcp := pulumi.String("TCP")
 	policy := func(suffix, policyName string, pods *metav1.LabelSelectorArgs, rules networkingv1.NetworkPolicyIngressRuleArray) error {
 		np, err := networkingv1.NewNetworkPolicy(ctx, name+"-"+suffix, &networkingv1.NetworkPolicyArgs{
@@ -131,6 +133,9 @@ func (c *Namespace) addNetworkPolicies(ctx *pulumi.Context, name string, ns pulu
 		return err
 	}
 	for _, o := range OperatorPeers {
+		if noMinIO && o.Role == clusterns.RoleMinIOOperator {
+			continue
+		}
 		pods := &metav1.LabelSelectorArgs{MatchExpressions: metav1.LabelSelectorRequirementArray{
 			metav1.LabelSelectorRequirementArgs{Key: pulumi.String(o.PodLabel), Operator: pulumi.String("Exists")},
 		}}

@@ -42,6 +42,7 @@ const (
 	PostgreSQLType    = "tfrs:tenant:PostgreSQL"
 	RedisType         = "tfrs:tenant:Redis"
 	MinIOType         = "tfrs:tenant:MinIO"
+	ObjectStorageType = "tfrs:tenant:ExternalObjectStorage"
 	RabbitMQType      = "tfrs:tenant:RabbitMQ"
 	TimescaleDBType   = "tfrs:tenant:TimescaleDB"
 	JaegerType        = "tfrs:tenant:Jaeger"
@@ -108,6 +109,9 @@ type Login struct {
 	User pulumi.StringInput
 	// Password is the generated password (a Pulumi secret), used without ExistingSecret.
 	Password pulumi.StringInput
+	// Unread, set when rendering without a cluster, stands for every key of ExistingSecret,
+	// which is then not read (there is no cluster to read it from).
+	Unread string
 }
 
 func (l Login) validate(what string) error {
@@ -131,9 +135,15 @@ func (l Login) user() pulumi.StringOutput {
 // The Secret is read once the namespace output resolves, i.e. after the namespace exists.
 func resolveLogin(ctx *pulumi.Context, parent pulumi.Resource, name string, namespace pulumi.StringInput, l Login, userKey, passwordKey string, secretUser bool) (user, password pulumi.StringOutput, err error) {
 	user = l.user()
-	if l.ExistingSecret == "" {
+	switch {
+	case l.ExistingSecret == "":
 		password = pulumi.ToSecret(l.Password.ToStringOutput()).(pulumi.StringOutput)
-	} else {
+	case l.Unread != "":
+		password = pulumi.ToSecret(pulumi.String(l.Unread)).(pulumi.StringOutput)
+		if userKey != "" && l.User == nil {
+			user = pulumi.String(l.Unread).ToStringOutput()
+		}
+	default:
 		id := namespace.ToStringOutput().ApplyT(func(ns string) pulumi.ID {
 			return pulumi.ID(ns + "/" + l.ExistingSecret)
 		}).(pulumi.IDOutput)

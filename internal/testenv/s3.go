@@ -17,8 +17,10 @@ import (
 // backend of tests that run several tfrs processes, or several engines.
 type S3Server struct {
 	Addr, Bucket, Access, Secret string
-	cmd                          *exec.Cmd
-	log                          *os.File
+	// Dir holds the buckets, one directory each.
+	Dir string
+	cmd *exec.Cmd
+	log *os.File
 }
 
 // S3 starts versitygw for the test (stopped at cleanup). It skips (fails under CI=true) when
@@ -46,7 +48,7 @@ func StartS3(dir string) (*S3Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &S3Server{Bucket: "tfrs-state", Access: "tfrstest", Secret: "tfrstestsecret123"}
+	s := &S3Server{Bucket: "tfrs-state", Access: "tfrstest", Secret: "tfrstestsecret123", Dir: dir}
 	if err := os.MkdirAll(filepath.Join(dir, s.Bucket), 0o700); err != nil {
 		return nil, err
 	}

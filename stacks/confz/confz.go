@@ -64,6 +64,12 @@ type COS struct {
 	AccessKey string
 	SecretKey string
 	Bucket    string
+	// External marks an external endpoint (spec.objectStorage.provider External): the
+	// section then also says whether to use TLS ("secure") and the bucket's "region", which
+	// the tenant's MinIO (plain HTTP inside the mesh, no region) never needed.
+	External bool
+	Secure   bool
+	Region   string
 }
 
 // BrokerURL is the amqp URL with user, password and vhost escaped, so a password with "@" or
@@ -106,17 +112,22 @@ func Generated(c Connections) map[string]any {
 	if c.Redis.User != "" {
 		redis["username"] = c.Redis.User
 	}
+	cos := map[string]any{
+		"host":       c.COS.Host,
+		"port":       int64(c.COS.Port),
+		"access_key": c.COS.AccessKey,
+		"secret_key": c.COS.SecretKey,
+		"bucket":     c.COS.Bucket,
+	}
+	if c.COS.External {
+		cos["secure"] = c.COS.Secure
+		cos["region"] = c.COS.Region
+	}
 	out := map[string]any{
 		"postgresql": pg,
 		"redis":      redis,
 		"celery":     map[string]any{"broker_url": c.RabbitMQ.BrokerURL()},
-		"cos": map[string]any{
-			"host":       c.COS.Host,
-			"port":       int64(c.COS.Port),
-			"access_key": c.COS.AccessKey,
-			"secret_key": c.COS.SecretKey,
-			"bucket":     c.COS.Bucket,
-		},
+		"cos":        cos,
 	}
 	if c.TracingEndpoint != "" {
 		out["tracing"] = map[string]any{"endpoint": c.TracingEndpoint}
