@@ -42,8 +42,12 @@ type reconciler struct {
 	poll    time.Duration // look at a running job again after this, should its wake be lost
 	readTO  time.Duration // bound on a synchronous engine read in Reconcile
 	failing *failingSet
-	now     func() time.Time
-	sources *sourcepolicy.Policy // nil: no source policy check here
+	// revisions count the objects by status.revision (the stacks-by-revision gauge);
+	// revision is this build's, recorded by every up that succeeds.
+	revisions *revisionSet
+	revision  func() *v1alpha1.Revision
+	now       func() time.Time
+	sources   *sourcepolicy.Policy // nil: no source policy check here
 	// progressInterval bounds the status patches of a running operation's progress (progress.go).
 	progressInterval time.Duration
 	progressEvents   *eventThrottle  // Progress Events per object, across its jobs
@@ -71,6 +75,9 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	defer func() {
 		if perr := r.patchStatus(ctx, base, obj); perr != nil && err == nil {
 			err = perr
+		}
+		if controllerutil.ContainsFinalizer(obj, Finalizer) { // not released (gone) in this pass
+			r.revisions.set(key(obj), obj.GetStackStatus().Revision)
 		}
 	}()
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -392,6 +399,9 @@ func (r *reconciler) collectUp(ctx context.Context, obj v1alpha1.Object, t kinds
 	st.Outputs = plainOutputs(j.outcome)
 	st.OutputsDigest = outputsDigest(j.outcome)
 	st.ParentDigest = j.parentDigest
+	if r.revision != nil {
+		st.Revision = r.revision().DeepCopy() // also on the stack, as tags (stacks/revision.go)
+	}
 	r.kind.ready(obj)
 	r.jobs.recordResult(t.Stack, false)
 	r.failing.set(key(obj), false)
@@ -529,6 +539,7 @@ func (r *reconciler) release(ctx context.Context, obj v1alpha1.Object, note stri
 		r.jobs.recordResult(t.Stack, false)
 	}
 	r.failing.set(key(obj), false)
+	r.revisions.forget(key(obj))
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	return client.IgnoreNotFound(r.client.Update(ctx, obj))
 }

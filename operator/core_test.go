@@ -461,3 +461,38 @@ func TestFailedReconcileRequestIsRetriedWithBackoff(t *testing.T) {
 	h.get(c)
 	assert.Equal(t, metav1.ConditionTrue, cond(c, v1alpha1.ConditionReady).Status)
 }
+
+// TestRevisionRecordedAndCounted: an up that succeeds records this build's revision in
+// status.revision, and the stacks-by-revision gauge counts the object under it (under
+// "none" before), until the object is gone.
+func TestRevisionRecordedAndCounted(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster("rev")
+	h := newHarness(t, c)
+	rev := v1alpha1.Revision{ID: "0123456789ab", Version: "v1.0.0", Commit: "fedcba"}
+	for _, r := range h.recs {
+		r.revision = func() *v1alpha1.Revision { return &rev }
+	}
+	gauge := func(id string) float64 { return metricValue(stacksByRevision.WithLabelValues("TFRCluster", id)) }
+	h.settle(c)
+	h.get(c)
+	require.Equal(t, &rev, c.Status.Revision)
+	assert.Equal(t, 1.0, gauge(rev.ID))
+	assert.Zero(t, gauge("none"), "counted once, under its revision")
+
+	// A newer build's up moves it.
+	next := v1alpha1.Revision{ID: "ba9876543210", Version: "v1.1.0"}
+	for _, r := range h.recs {
+		r.revision = func() *v1alpha1.Revision { return &next }
+	}
+	update(t, h, c, func() { c.Spec.Domain = "next.example.com"; bumpGeneration(c) })
+	h.settle(c)
+	h.get(c)
+	require.Equal(t, &next, c.Status.Revision)
+	assert.Equal(t, 1.0, gauge(next.ID))
+	assert.Zero(t, gauge(rev.ID))
+
+	require.NoError(t, h.c.Delete(ctx, c))
+	h.settle(c)
+	assert.Zero(t, gauge(next.ID), "a deleted object is not counted")
+}

@@ -211,13 +211,15 @@ func planStoreOf(e runner.Engine) approval.Backend {
 func newReconciler(k *kind, c client.Client, rn *runner.Runner, js *jobs, pc *parentCache, o Options) *reconciler {
 	return &reconciler{
 		kind: k, client: c, runner: rn, jobs: js, digests: pc, plans: approval.NewStore(planStoreOf(o.Engine), engine.ManagedByOperator),
-		wake:    make(chan event.GenericEvent, 1024),
-		timing:  timing{Resync: o.ResyncPeriod, ParentPoll: o.ParentPoll, BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax},
-		poll:    o.JobPoll,
-		readTO:  o.EngineReadTimeout,
-		failing: &failingSet{kind: string(k.name())},
-		now:     time.Now,
-		sources: o.Sources,
+		wake:      make(chan event.GenericEvent, 1024),
+		timing:    timing{Resync: o.ResyncPeriod, ParentPoll: o.ParentPoll, BackoffBase: o.BackoffBase, BackoffMax: o.BackoffMax},
+		poll:      o.JobPoll,
+		readTO:    o.EngineReadTimeout,
+		failing:   &failingSet{kind: string(k.name())},
+		revisions: &revisionSet{kind: string(k.name())},
+		revision:  o.Run.Revision,
+		now:       time.Now,
+		sources:   o.Sources,
 
 		progressInterval: o.ProgressInterval,
 		progressEvents:   &eventThrottle{},

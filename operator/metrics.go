@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
@@ -34,6 +35,11 @@ var (
 		Help: "Objects whose last operation failed (not Ready and waiting for a retry or a human), by kind.",
 	}, []string{"kind"})
 
+	stacksByRevision = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tfrs_operator_stacks_by_revision",
+		Help: "Objects by the program revision of their last successful up (status.revision.id; \"none\" before one), by kind.",
+	}, []string{"kind", "revision"})
+
 	resyncSkips = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tfrs_operator_resync_skips_total",
 		Help: "Reconciles that found nothing to do and ran no engine operation, by kind.",
@@ -47,7 +53,7 @@ func init() {
 // Collectors are the operator's own metrics, as registered on controller-runtime's registry
 // (config/monitoring's test checks the dashboard and the alerts against them).
 func Collectors() []prometheus.Collector {
-	return []prometheus.Collector{operationsTotal, operationDuration, operationsInFlight, stacksFailing, resyncSkips}
+	return []prometheus.Collector{operationsTotal, operationDuration, operationsInFlight, stacksFailing, stacksByRevision, resyncSkips}
 }
 
 // registerEngineMetrics exports the engine's own metrics (CLI processes and time) on the
@@ -81,4 +87,52 @@ func (f *failingSet) set(key string, failing bool) {
 		delete(f.keys, key)
 	}
 	stacksFailing.WithLabelValues(f.kind).Set(float64(len(f.keys)))
+}
+
+// revisionSet keeps the stacks-by-revision gauge exact: each object counts once, under the
+// revision its status names, and stops counting when it is gone.
+type revisionSet struct {
+	mu   sync.Mutex
+	of   map[string]string // object key → revision id
+	kind string
+}
+
+// set records the object's revision: nil (never applied by a build that records one) counts
+// as "none".
+func (s *revisionSet) set(key string, rev *v1alpha1.Revision) {
+	id := "none"
+	if rev != nil && rev.ID != "" {
+		id = rev.ID
+	}
+	s.update(key, id)
+}
+
+// forget stops counting the object (it is gone).
+func (s *revisionSet) forget(key string) { s.update(key, "") }
+
+func (s *revisionSet) update(key, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.of == nil {
+		s.of = map[string]string{}
+	}
+	old, had := s.of[key]
+	if had && old == id {
+		return
+	}
+	if id == "" {
+		delete(s.of, key)
+	} else {
+		s.of[key] = id
+	}
+	counts := map[string]int{}
+	for _, v := range s.of {
+		counts[v]++
+	}
+	if had && counts[old] == 0 {
+		stacksByRevision.DeleteLabelValues(s.kind, old)
+	}
+	for v, n := range counts {
+		stacksByRevision.WithLabelValues(s.kind, v).Set(float64(n))
+	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
@@ -223,4 +225,19 @@ func itemNames(l ResourceList) []string {
 		out = append(out, it.Metadata.Name)
 	}
 	return out
+}
+
+// TestResourceViewShowsRevision: the view names the program revision the stack's last
+// successful up recorded, whichever door ran it.
+func TestResourceViewShowsRevision(t *testing.T) {
+	f := newStackedFake()
+	rev := v1alpha1.Revision{ID: "0123456789ab", Version: "v1.2.3", Commit: "abcdef0123456789"}
+	f.addStack("tenant.tfrs-system.rev", engine.ManagedByCLI, true, stacks.RevisionTags(&rev))
+	h := newHarnessOn(t, f)
+	w := h.admin(http.MethodGet, tenantsPath+"/rev", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Equal(t, &rev, decodeJSON[ResourceView](t, w).Status.Revision)
+	w = h.admin(http.MethodGet, tenantsPath+"/acme", nil)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Nil(t, decodeJSON[ResourceView](t, w).Status.Revision, "a stack applied by no recording build has none")
 }

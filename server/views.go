@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
@@ -55,6 +56,9 @@ type ResourceStatus struct {
 	Outputs map[string]any `json:"outputs,omitempty"`
 	// SpecRedacted: the spec had secret values, shown as RedactedValue.
 	SpecRedacted bool `json:"specRedacted,omitempty"`
+	// Revision is the program revision of the stack's last successful up, from any door
+	// (stacks/revision.go); absent before one by a build that records it.
+	Revision *v1alpha1.Revision `json:"revision,omitempty"`
 }
 
 // OperationSummary links an operation.
@@ -109,6 +113,7 @@ func (s *Server) view(ctx context.Context, r ref, stack string, rec *Record, st 
 		if sh := st.Tags[engine.TagShared]; sh != "" {
 			v.Status.SharedStack = sh
 		}
+		v.Status.Revision = stacks.RevisionFromTags(st.Tags)
 	}
 	if op := s.ops.latestFor(ctx, stack); op != nil {
 		ov := op.view()

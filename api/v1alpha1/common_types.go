@@ -269,6 +269,26 @@ type StackStatus struct {
 	// PendingPlan is the saved plan waiting for approval (spec.approval), if any.
 	// +optional
 	PendingPlan *PendingPlan `json:"pendingPlan,omitempty"`
+
+	// Revision is the program revision of the last successful up: which tfrs build applied
+	// the stack (also recorded on the stack itself, as tags, by whichever door ran it).
+	// +optional
+	Revision *Revision `json:"revision,omitempty"`
+}
+
+// Revision is a program revision: what a tfrs build's programs are, besides the spec they
+// are given.
+type Revision struct {
+	// ID is a digest (12 hex characters) of the tfrs version and commit, the pinned sources
+	// table and, for a build from a modified or unknown tree, the binary itself: two builds
+	// whose programs could differ never share an ID.
+	ID string `json:"id"`
+	// Version is the tfrs version ("dev" for a build without one).
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Commit is the VCS revision of the build, "-dirty" when the tree was modified.
+	// +optional
+	Commit string `json:"commit,omitempty"`
 }
 
 // DriftDetectionSpec configures the periodic drift check the operator runs on a Ready object: a

@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -82,5 +84,35 @@ func TestCLIPreviewShowsExactlyTheEdit(t *testing.T) {
 			}
 		}
 	}
+
+	// status reads what the backend records: both stacks ready, owned by the CLI, applied by
+	// this build's revision (the test binary's: a build without a clean commit is named by its
+	// bytes); a stack not created yet is reported as such.
+	code, out = runCaptured(t, cmd("status", "-f", edited, "-o", "json")...)
+	require.Equal(t, 0, code, out)
+	var states []stackState
+	require.NoError(t, json.Unmarshal([]byte(out), &states), out)
+	require.Len(t, states, 2)
+	want := programRevision()
+	require.NotNil(t, want)
+	for _, s := range states {
+		require.True(t, s.Exists && s.Ready, "%+v", s)
+		require.Equal(t, engine.ManagedByCLI, s.ManagedBy)
+		require.Equal(t, want, s.Revision, "%s: applied by this build", s.Stack)
+		require.NotNil(t, s.Last)
+	}
+	code, out = runCaptured(t, cmd("status", "-f", edited)...)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, want.ID)
+	later := filepath.Join(t.TempDir(), "later.yaml")
+	require.NoError(t, os.WriteFile(later, []byte("apiVersion: tfrs.io/v1alpha1\nkind: TFRTenant\n"+
+		"metadata: {name: later, namespace: tfrs-system}\nspec: {clusterRef: e2e, type: enterprise}\n"), 0o600))
+	code, out = runCaptured(t, cmd("status", "-f", later, "-o", "json")...)
+	require.Equal(t, 0, code, out)
+	states = nil
+	require.NoError(t, json.Unmarshal([]byte(out), &states), out)
+	require.Len(t, states, 1)
+	require.False(t, states[0].Exists, "a stack not created yet")
+	require.Nil(t, states[0].Revision)
 	t.Logf("whole test %s", time.Since(start))
 }

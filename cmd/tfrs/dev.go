@@ -76,7 +76,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, f *devFlags) error {
 	}
 	start := time.Now()
 	fmt.Fprintln(os.Stderr, "starting the local control plane, the operator and the HTTP API …")
-	env, err := devenv.Start(ctx, devenv.Options{Dir: f.dir, Listen: f.listen, LogHandler: func(w io.Writer) slog.Handler {
+	env, err := devenv.Start(ctx, devenv.Options{Dir: f.dir, Listen: f.listen, Revision: programRevision, LogHandler: func(w io.Writer) slog.Handler {
 		h, _ := f.log.handler(cmd.Flags(), w) // checked above
 		return h
 	}})

@@ -72,7 +72,7 @@ func (f *stackFlags) engine(ctx context.Context, extra ...func(*engine.Options))
 // runOptions reads the kubeconfig (its contents travel as secret stack config, so the
 // provider never depends on a path that exists only on this machine).
 func (f *stackFlags) runOptions() (runner.Options, error) {
-	o := runner.Options{KubeContext: f.kubeContext}
+	o := runner.Options{KubeContext: f.kubeContext, Revision: programRevision}
 	if f.kubeconfig == "" {
 		return o, nil
 	}

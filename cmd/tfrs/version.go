@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/tools"
 	"github.com/tfrs-io/tfrs-operator/stacks"
 )
@@ -78,6 +81,33 @@ func buildVersion() buildInfo {
 	}
 	return b
 }
+
+// programRevision is this build's program revision (stacks.NewRevision), computed once: a
+// clean commit names the code; a build from a modified or unknown tree is named by its own
+// bytes (builds are reproducible, -trimpath), so two such builds with different programs
+// never share a revision. An unreadable binary gives no revision rather than a wrong one.
+var programRevision = sync.OnceValue(func() *v1alpha1.Revision {
+	b := buildVersion()
+	code := ""
+	if !stacks.CleanCommit(b.Commit) {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil
+		}
+		f, err := os.Open(exe)
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return nil
+		}
+		code = hex.EncodeToString(h.Sum(nil))
+	}
+	r := stacks.NewRevision(b.Version, b.Commit, code)
+	return &r
+})
 
 // toolVersion is one tool the engine runs: where it was found and the version it reports.
 type toolVersion struct {

@@ -81,6 +81,9 @@ type Request struct {
 	// Tags are further stack tags (e.g. TagParent) written by Up alongside ManagedBy, once per
 	// engine and stack; a tag whose value differs is updated.
 	Tags map[string]string
+	// AppliedTags are written by an Up once it has succeeded (a failed or canceled one writes
+	// none): what applied the stack last, such as the program revision (stacks/revision.go).
+	AppliedTags map[string]string
 	// Config is stack config (e.g. provider settings), written before the operation.
 	Config map[string]ConfigValue
 	// Env is added to the CLI's and the providers' environment for this operation.

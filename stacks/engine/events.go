@@ -87,6 +87,15 @@ func (c *collector) emit(kind EventKind, msg string) {
 	c.deliver(Event{Kind: kind, Message: c.red.redact(msg)})
 }
 
+// warn records a warning of the engine's own (not the CLI's) in the result and delivers it.
+func (c *collector) warn(msg string) {
+	msg = c.red.redact(msg)
+	c.mu.Lock()
+	c.warnings = append(c.warnings, msg)
+	c.mu.Unlock()
+	c.deliver(Event{Kind: EventDiag, Severity: "warning", Message: msg})
+}
+
 func (c *collector) deliver(e Event) {
 	c.mu.Lock()
 	closed := c.closed

@@ -37,11 +37,19 @@ func (e *Engine) Up(ctx context.Context, req Request) (*Result, error) {
 			defer os.Remove(file)
 			opts = append(opts, optup.Plan(file))
 		}
-		return e.withLock(ctx, OpUp, sw, req.Stack, col, rec, func() error {
+		err := e.withLock(ctx, OpUp, sw, req.Stack, col, rec, func() error {
 			var err error
 			up, err = sw.up.Up(ctx, opts...)
 			return err
 		})
+		if err == nil && len(req.AppliedTags) > 0 {
+			// The update stands whatever happens here: a tag that cannot be written is a
+			// warning, not a failed operation.
+			if terr := e.setTags(ctx, sw, req.Stack, req.AppliedTags); terr != nil {
+				col.warn("the stack's applied tags (its revision) were not recorded: " + terr.Error())
+			}
+		}
+		return err
 	})
 	if res != nil && err == nil {
 		res.Outputs = convertOutputs(up.Outputs)

@@ -4,9 +4,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,4 +26,32 @@ func TestTaggedStacksSeesCLITags(t *testing.T) {
 	got, err = e.TaggedStacks(context.Background(), "tenant.", TagManagedBy, string(ManagedByAPI))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"tenant.tag.a", "tenant.tag.b"}, got)
+}
+
+// AppliedTags are written by an Up that succeeded, and by no other: a failed Up leaves the
+// last successful one's tags (what the stack's revision reports).
+func TestAppliedTagsOnlyAfterSuccess(t *testing.T) {
+	e := newEngine(t, Options{})
+	const stack = "tenant.applied.a"
+	_, err := e.Up(tctx(t, time.Minute), Request{Stack: stack, Program: emptyProgram, ManagedBy: ManagedByCLI,
+		AppliedTags: map[string]string{"tfrs.io/revision": "aaaaaaaaaaaa"}})
+	require.NoError(t, err)
+	st, err := e.Status(context.Background(), stack)
+	require.NoError(t, err)
+	assert.Equal(t, "aaaaaaaaaaaa", st.Tags["tfrs.io/revision"])
+
+	_, err = e.Up(tctx(t, time.Minute), Request{Stack: stack, ManagedBy: ManagedByCLI,
+		Program:     func(*pulumi.Context) error { return errors.New("the program fails") },
+		AppliedTags: map[string]string{"tfrs.io/revision": "bbbbbbbbbbbb"}})
+	require.Error(t, err)
+	st, err = e.Status(context.Background(), stack)
+	require.NoError(t, err)
+	assert.Equal(t, "aaaaaaaaaaaa", st.Tags["tfrs.io/revision"], "a failed up records nothing")
+
+	_, err = e.Preview(tctx(t, time.Minute), Request{Stack: stack, Program: emptyProgram, ManagedBy: ManagedByCLI,
+		AppliedTags: map[string]string{"tfrs.io/revision": "cccccccccccc"}})
+	require.NoError(t, err)
+	st, err = e.Status(context.Background(), stack)
+	require.NoError(t, err)
+	assert.Equal(t, "aaaaaaaaaaaa", st.Tags["tfrs.io/revision"], "a preview records nothing")
 }

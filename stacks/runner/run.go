@@ -70,6 +70,10 @@ type Options struct {
 	// ownership, see namespaces.go); nil reads it from the cluster of Kubeconfig/KubeContext
 	// (or the provider's defaults). Not read in render mode (RenderDir).
 	Namespaces NamespaceGetter
+	// Revision gives this build's program revision (stacks/revision.go), recorded on every
+	// stack an up applies; asked only then (naming a build may mean hashing its binary). Nil,
+	// or nil from it, records none.
+	Revision func() *v1alpha1.Revision
 }
 
 // Runner runs the stack operations of custom resources. Safe for concurrent use.
@@ -270,6 +274,9 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 		}
 		var res *engine.Result
 		if kind == engine.OpUp {
+			if r.opts.Revision != nil {
+				req.AppliedTags = stacks.RevisionTags(r.opts.Revision()) // written by an up that succeeds
+			}
 			res, err = r.eng.Up(ctx, req)
 		} else {
 			res, err = r.eng.Preview(ctx, req)

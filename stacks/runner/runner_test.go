@@ -348,3 +348,23 @@ type absentNamespaces struct{}
 func (absentNamespaces) GetNamespace(context.Context, string) (bool, map[string]string, error) {
 	return false, nil, nil
 }
+
+// TestUpRecordsTheRevision: an up asks for the build's revision and hands it to the engine as
+// the tags a successful up writes; a preview asks nothing and records nothing.
+func TestUpRecordsTheRevision(t *testing.T) {
+	f := newFake()
+	f.put("cluster.main", true, nil)
+	rev := v1alpha1.Revision{ID: "0123456789ab", Version: "v1.0.0", Commit: "c0ffee"}
+	asked := 0
+	r := New(f, Options{Namespaces: absentNamespaces{}, Revision: func() *v1alpha1.Revision { asked++; return &rev }})
+	_, err := r.Preview(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
+	require.NoError(t, err)
+	assert.Zero(t, asked, "a preview does not name the build")
+	assert.Nil(t, f.Request("preview tenant.team.acme").AppliedTags)
+	_, err = r.Up(context.Background(), tenant("acme", v1alpha1.TenantEnterprise), operatorOp)
+	require.NoError(t, err)
+	assert.Equal(t, stacks.RevisionTags(&rev), f.Request("up tenant.team.acme").AppliedTags)
+	st, ok := f.Stack("tenant.team.acme")
+	require.True(t, ok)
+	assert.Equal(t, &rev, stacks.RevisionFromTags(st.Tags))
+}

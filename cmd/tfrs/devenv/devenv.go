@@ -27,6 +27,7 @@ import (
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/config/crd"
 	"github.com/tfrs-io/tfrs-operator/internal/controlplane"
 	"github.com/tfrs-io/tfrs-operator/internal/manifest"
@@ -59,6 +60,9 @@ type Options struct {
 	Operator operator.Options
 	// MaxConcurrent bounds engine operations (default 4).
 	MaxConcurrent int
+	// Revision gives the build's program revision, recorded on every stack an up applies
+	// (nil: none).
+	Revision func() *v1alpha1.Revision
 }
 
 // Env is a running dev environment.
@@ -161,7 +165,7 @@ func Start(ctx context.Context, o Options) (env *Env, err error) {
 		MaxConcurrent: o.MaxConcurrent, Logger: log}); err != nil {
 		return nil, err
 	}
-	runOpts := runner.Options{Kubeconfig: string(kubeconfig)}
+	runOpts := runner.Options{Kubeconfig: string(kubeconfig), Revision: o.Revision}
 	e.Runner = runner.New(e.Engine, runOpts)
 	// One source policy at every door of this process: the operator checks every spec with
 	// the API's policy, and the programs of both fetch remote overrides through it.

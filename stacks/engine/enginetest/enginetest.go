@@ -161,8 +161,8 @@ func succeeded(kind, message string) *engine.HistoryEntry {
 }
 
 // Up creates the stack when missing, records req.ManagedBy as its managed-by tag when it has
-// none, calls req.Admit with the tags (its error is Up's), records req.Tags, and makes it
-// ready with outputs (see NewOutputs).
+// none, calls req.Admit with the tags (its error is Up's), records req.Tags and
+// req.AppliedTags, and makes it ready with outputs (see NewOutputs).
 func (e *Engine) Up(ctx context.Context, req engine.Request) (*engine.Result, error) {
 	return e.operate(ctx, engine.OpUp, req, func(res *engine.Result) error {
 		st := e.stacks[req.Stack]
@@ -181,6 +181,7 @@ func (e *Engine) Up(ctx context.Context, req engine.Request) (*engine.Result, er
 			}
 		}
 		maps.Copy(st.Tags, req.Tags)
+		maps.Copy(st.Tags, req.AppliedTags) // the fake's up always succeeds
 		st.Ready, st.Last = true, succeeded("update", req.Message)
 		e.changed(st)
 		if st.Outputs == nil {
