@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
 
@@ -223,7 +222,7 @@ func (r *tenantRegistrar) setObjectStore(provider v1alpha1.ObjectStorageProvider
 // policy before any later step uses it. A preview connects nowhere.
 func (r *tenantRegistrar) addExternalObjectStorage(o ...pulumi.ResourceOption) (pulumi.Resource, error) {
 	e := r.spec.External()
-	_, host, port, err := e.Parts()
+	endpoint, host, port, err := e.Parts()
 	if err != nil {
 		return nil, fmt.Errorf("spec.objectStorage.external.endpoint: %w", err)
 	}
@@ -232,7 +231,7 @@ func (r *tenantRegistrar) addExternalObjectStorage(o ...pulumi.ResourceOption) (
 		bucket = tenantBucket(r.p.namespace)
 	}
 	args := &tenant.ExternalObjectStorageArgs{
-		Namespace: r.ns, Endpoint: strings.TrimSuffix(e.Endpoint, "/"), Host: host, Port: port,
+		Namespace: r.ns, Endpoint: endpoint, Host: host, Port: port,
 		Region: e.Region, Bucket: bucket, CredentialsSecret: e.CredentialsSecret, Unread: unread(r.ctx, e.CredentialsSecret),
 	}
 	if be := bucketEnsurer(); be != nil && !r.ctx.DryRun() && !program.Rendering(r.ctx) {

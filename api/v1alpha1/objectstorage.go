@@ -75,9 +75,9 @@ func endpointErrors(p *field.Path, v string) field.ErrorList {
 	return nil
 }
 
-// Parts splits the endpoint of a validated e into scheme, host and port (the scheme's
-// default when the URL names none).
-func (e *ExternalObjectStorage) Parts() (scheme, host string, port int, err error) {
+// Parts splits the endpoint of a validated e into its base URL (without a trailing slash),
+// host and port (the scheme's default when the URL names none).
+func (e *ExternalObjectStorage) Parts() (base, host string, port int, err error) {
 	u, err := url.Parse(e.Endpoint)
 	if err != nil {
 		return "", "", 0, err
@@ -91,5 +91,5 @@ func (e *ExternalObjectStorage) Parts() (scheme, host string, port int, err erro
 			return "", "", 0, fmt.Errorf("endpoint %q: port %q", e.Endpoint, ps)
 		}
 	}
-	return u.Scheme, u.Hostname(), port, nil
+	return strings.TrimSuffix(e.Endpoint, "/"), u.Hostname(), port, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -143,13 +144,12 @@ func writeStates(w io.Writer, format string, states []stackState) error {
 
 // shortCommit is a commit's first 12 characters, with its -dirty mark.
 func shortCommit(c string) string {
-	const n = 12
-	base, dirty := c, ""
-	if len(c) > 6 && c[len(c)-6:] == "-dirty" {
-		base, dirty = c[:len(c)-6], "-dirty"
+	base, dirty := strings.CutSuffix(c, "-dirty")
+	if len(base) > 12 {
+		base = base[:12]
 	}
-	if len(base) > n {
-		base = base[:n]
+	if dirty {
+		base += "-dirty"
 	}
-	return base + dirty
+	return base
 }

@@ -38,16 +38,23 @@ const (
 // ErrNoBucket: the bucket does not exist and the bucket policy does not create it.
 var ErrNoBucket = errors.New("the bucket does not exist (bucketPolicy Existing: TFRS does not create it)")
 
+// Endpoint decides on an object storage endpoint: an http(s) URL whose host URL allows (never
+// file:// or oci://, which URL takes for other sources). The doors' check and the bucket
+// check's connection both ask it.
+func (p *Policy) Endpoint(raw string) error {
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return refuse("object storage endpoint", "must be an http(s) URL")
+	}
+	return p.URL(raw)
+}
+
 // EnsureBucket checks that b exists and creates it when it does not and b.Create. It
 // connects through Policy.Client, so the endpoint's host must be allowed and every address
 // it resolves to must pass, as for a fetched chart. created reports a creation. Errors never
 // carry the credentials.
 func (f *Fetcher) EnsureBucket(ctx context.Context, b Bucket) (created bool, err error) {
-	if err := f.Policy.URL(b.Endpoint); err != nil {
+	if err := f.Policy.Endpoint(b.Endpoint); err != nil {
 		return false, err
-	}
-	if u, err := url.Parse(b.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false, refuse("object storage endpoint", "must be an http(s) URL")
 	}
 	ctx, cancel := context.WithTimeout(ctx, BucketTimeout)
 	defer cancel()

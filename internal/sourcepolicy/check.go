@@ -40,11 +40,7 @@ func (p *Policy) decide(s v1alpha1.SourceField, own string) error {
 	case v1alpha1.SourceSecretRef:
 		return p.SecretNamespace(s.Value, own)
 	case v1alpha1.SourceObjectStorage:
-		u, err := url.Parse(s.Value)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
-			return refuse("object storage endpoint", "must be an http(s) URL")
-		}
-		return p.URL(s.Value)
+		return p.Endpoint(s.Value)
 	}
 	return refuse("source "+string(s.Kind), "unknown kind of source")
 }
