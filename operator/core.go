@@ -127,6 +127,7 @@ func (r *reconciler) apply(ctx context.Context, obj v1alpha1.Object) (ctrl.Resul
 	}
 	v := decide(f, r.timing)
 	log := ctrl.LoggerFrom(ctx).WithValues("stack", t.Stack)
+	r.setSuspended(obj, v.Action == actSuspended, "no up or drift check runs until spec.suspend is cleared")
 	if v.Ignored != "" {
 		r.ignoreApproval(ctx, obj, v.Ignored)
 	}
@@ -156,10 +157,28 @@ func (r *reconciler) apply(ctx context.Context, obj v1alpha1.Object) (ctrl.Resul
 			message: v.Why, reconciling: true}, corev1.EventTypeNormal, "Up")
 	case actBackoff:
 		log.V(1).Info("waiting before retrying", "after", v.After)
+	case actSuspended:
+		log.V(1).Info("suspended")
 	case actNone:
 		resyncSkips.WithLabelValues(string(r.kind.name())).Inc()
 	}
 	return ctrl.Result{RequeueAfter: v.After}, nil
+}
+
+// setSuspended shows spec.suspend in the status: the Suspended condition while it holds (with
+// an Event when it starts), none once it is cleared.
+func (r *reconciler) setSuspended(obj v1alpha1.Object, on bool, msg string) {
+	st := obj.GetStackStatus()
+	if !on {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSuspended)
+		return
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionSuspended, Status: metav1.ConditionTrue, ObservedGeneration: obj.GetGeneration(),
+		Reason: v1alpha1.ReasonSuspended, Message: "spec.suspend is true: " + msg}
+	if prev := meta.FindStatusCondition(st.Conditions, c.Type); prev == nil || prev.Message != c.Message {
+		r.event(obj, corev1.EventTypeNormal, v1alpha1.ReasonSuspended, "Suspend", c.Message)
+	}
+	meta.SetStatusCondition(&st.Conditions, c)
 }
 
 // facts gathers what decide() needs; reading the parents' digests is the only I/O and goes
@@ -170,6 +189,7 @@ func (r *reconciler) facts(ctx context.Context, obj v1alpha1.Object, t kinds.Tar
 		Request: obj.GetAnnotations()[v1alpha1.AnnotationReconcileRequest],
 		Drift:   obj.GetDriftDetection(), Failures: r.jobs.failures(t.Stack), ParentKnown: true,
 		Approval: obj.Approval(), Approve: obj.GetAnnotations()[v1alpha1.AnnotationApprove],
+		Suspended: obj.Suspended(),
 	}
 	if g := r.kind.gate; g != nil {
 		var err error
@@ -496,6 +516,16 @@ func (r *reconciler) finalize(ctx context.Context, obj v1alpha1.Object) (ctrl.Re
 	}
 	if st.StackName == "" && st.LastOperation == nil {
 		return ctrl.Result{}, r.release(ctx, obj, "no stack was ever created for it")
+	}
+	// A suspended object is not destroyed either: its deletion waits until spec.suspend is
+	// cleared (an update of an object being deleted is allowed). Data is never removed while
+	// someone asked for nothing to run.
+	suspended := obj.Suspended()
+	r.setSuspended(obj, suspended, "its deletion waits; clear spec.suspend to destroy its stack")
+	if suspended {
+		r.setPhase(obj, phase{ready: metav1.ConditionFalse, reason: v1alpha1.ReasonSuspended,
+			message: "deletion waits: spec.suspend is true; clear it to destroy the stack"}, corev1.EventTypeNormal, "Destroy")
+		return ctrl.Result{RequeueAfter: r.timing.Resync}, nil
 	}
 	if op := st.LastOperation; op != nil && op.Kind == v1alpha1.OperationDestroy && op.Result == v1alpha1.OperationFailed && op.FinishedAt != nil {
 		if wait := r.timing.backoff(r.jobs.failures(t.Stack)) - r.now().Sub(op.FinishedAt.Time); wait > 0 {

@@ -496,3 +496,72 @@ func TestRevisionRecordedAndCounted(t *testing.T) {
 	h.settle(c)
 	assert.Zero(t, gauge(next.ID), "a deleted object is not counted")
 }
+
+// A suspended object runs nothing: not a parent cascade, a reconcile request nor its destroy
+// (a due drift check: TestDecide); its status says so. Clearing spec.suspend runs what was due.
+func TestSuspendedObjectRunsNothing(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster("main")
+	tn := newTenant("acme", "acme", "main")
+	h := newHarness(t, c, tn)
+	h.settle(c)
+	h.settle(tn)
+	require.Equal(t, []string{"up cluster.main", "up tenant.acme.acme"}, h.eng.Ops())
+	h.drainEvents()
+
+	update(t, h, tn, func() { tn.Spec.Suspend = true; bumpGeneration(tn) })
+	// The cluster's outputs change and a reconcile is requested.
+	h.eng.Edit("cluster.main", func(s *enginetest.Stack) { s.Outputs = program.Outputs{"host": program.NewOutput("moved", false)} })
+	update(t, h, c, func() { c.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "1"} })
+	h.settle(c)
+	h.drainEvents() // the cluster's
+	update(t, h, tn, func() { tn.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequest: "1"} })
+	res := h.settle(tn)
+	assert.Equal(t, []string{"up cluster.main", "up tenant.acme.acme", "up cluster.main"}, h.eng.Ops(), "nothing runs on the suspended tenant")
+	assert.Equal(t, 10*time.Minute, res.RequeueAfter)
+	h.get(tn)
+	s := cond(tn, v1alpha1.ConditionSuspended)
+	require.NotNil(t, s)
+	assert.Equal(t, metav1.ConditionTrue, s.Status)
+	assert.Equal(t, v1alpha1.ReasonSuspended, s.Reason)
+	assert.Contains(t, s.Message, "spec.suspend is true")
+	assert.Equal(t, metav1.ConditionTrue, cond(tn, v1alpha1.ConditionReady).Status, "Ready keeps what the last up found")
+	assert.EqualValues(t, 1, tn.Status.ObservedGeneration, "the suspended generation is not handled")
+	evs := h.drainEvents()
+	assert.Len(t, evs, 1, "one event when the suspension starts: %v", evs)
+	assert.Contains(t, strings.Join(evs, "\n"), "Normal Suspended")
+
+	// Its deletion waits too.
+	require.NoError(t, h.c.Delete(ctx, tn))
+	h.settle(tn)
+	h.get(tn)
+	assert.Contains(t, tn.Finalizers, Finalizer)
+	r := cond(tn, v1alpha1.ConditionReady)
+	assert.Equal(t, v1alpha1.ReasonSuspended, r.Reason)
+	assert.Contains(t, r.Message, "deletion waits")
+	assert.Len(t, h.eng.Ops(), 3, "no destroy while suspended")
+
+	// Cleared: the destroy runs, and the object goes.
+	update(t, h, tn, func() { tn.Spec.Suspend = false; bumpGeneration(tn) })
+	h.settle(tn)
+	assert.True(t, apierrors.IsNotFound(h.c.Get(ctx, client.ObjectKeyFromObject(tn), tn)))
+	assert.Equal(t, []string{"up cluster.main", "up tenant.acme.acme", "up cluster.main", "destroy tenant.acme.acme", "remove tenant.acme.acme"}, h.eng.Ops())
+}
+
+// Clearing spec.suspend runs the up that was due, and removes the Suspended condition.
+func TestResumeRunsWhatWasDue(t *testing.T) {
+	c := newCluster("main")
+	c.Spec.Suspend = true
+	h := newHarness(t, c)
+	h.settle(c)
+	assert.Empty(t, h.eng.Ops(), "a new suspended object is not even created")
+	h.get(c)
+	require.NotNil(t, cond(c, v1alpha1.ConditionSuspended))
+
+	update(t, h, c, func() { c.Spec.Suspend = false; bumpGeneration(c) })
+	h.settle(c)
+	h.get(c)
+	assert.Equal(t, []string{"up cluster.main"}, h.eng.Ops())
+	assert.Nil(t, cond(c, v1alpha1.ConditionSuspended))
+	assert.Equal(t, metav1.ConditionTrue, cond(c, v1alpha1.ConditionReady).Status)
+}

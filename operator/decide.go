@@ -32,6 +32,8 @@ const (
 	actApply
 	// actAwait: a saved plan waits for approval; nothing runs.
 	actAwait
+	// actSuspended: spec.suspend is true; nothing runs, whatever else is due.
+	actSuspended
 )
 
 func (a action) String() string {
@@ -50,6 +52,8 @@ func (a action) String() string {
 		return "apply-approved-plan"
 	case actAwait:
 		return "await-approval"
+	case actSuspended:
+		return "suspended"
 	default:
 		return "none"
 	}
@@ -87,6 +91,8 @@ type facts struct {
 	// Approval is spec.approval.mode (defaulted); Approve the tfrs.io/approve annotation.
 	Approval v1alpha1.ApprovalMode
 	Approve  string
+	// Suspended is spec.suspend.
+	Suspended bool
 }
 
 // timing holds the intervals decisions use (see Options for their meaning).
@@ -130,7 +136,14 @@ type verdict struct {
 //
 // With spec.approval other than Auto an up of a stack that holds resources goes through a saved
 // plan (actPlan), and while a plan waits for approval nothing else runs (decidePending).
+//
+// A suspended object runs nothing at all: what is due stays due, and runs once spec.suspend is
+// cleared. A pending plan is not touched (clearing spec.suspend is a spec change, which then
+// discards it as any other does).
 func decide(f facts, t timing) verdict {
+	if f.Suspended {
+		return verdict{Action: actSuspended, After: t.Resync}
+	}
 	if p := f.Status.PendingPlan; p != nil {
 		if v, ok := decidePending(f, t, p); ok {
 			return v

@@ -121,6 +121,17 @@ func TestDecide(t *testing.T) {
 			}
 			assert.Equal(t, tc.after, v.After)
 		})
+		// Whatever is due, a suspended object runs nothing and is looked at again at the
+		// resync pace (its spec change brings it back at once).
+		t.Run(tc.name+"/suspended", func(t *testing.T) {
+			f := tc.f
+			f.Suspended = true
+			v := decide(f, testTiming)
+			assert.Equal(t, actSuspended, v.Action, "action %s", v.Action)
+			assert.Equal(t, testTiming.Resync, v.After)
+			assert.Empty(t, v.Ignored)
+			assert.False(t, v.Stale, "a pending plan is kept for after the suspension")
+		})
 	}
 }
 

@@ -330,6 +330,16 @@ func (h resources) apply(c echo.Context) error {
 		if err := h.checkDoor(ctx, r, stack, rec); err != nil {
 			return nil, err
 		}
+		if rec != nil {
+			// A plan waits through a suspension and applies after it, never during it.
+			stored, err := h.k.fromRecord(rec)
+			if err != nil {
+				return nil, err
+			}
+			if err := runner.CheckSuspended(stored); err != nil {
+				return nil, err
+			}
+		}
 		plans, err := h.s.loadPlans(ctx, r, p)
 		if err != nil {
 			return nil, err

@@ -209,6 +209,7 @@ func problemOf(err error) (p Problem, internal bool) {
 		pst *PlanStaleError
 		pin *PlanIncompleteError
 		pmm *runner.PlanMismatchError
+		sus *runner.SuspendedError
 	)
 	switch {
 	case errors.As(err, &he):
@@ -313,6 +314,11 @@ func problemOf(err error) (p Problem, internal bool) {
 		p := newProblem(http.StatusConflict, "no-spec", "No stored spec",
 			fmt.Sprintf("%s was created by %s, not through this API, which therefore holds no spec for it; manage it through %s", ns.What, doorName(ns.ManagedBy), doorName(ns.ManagedBy)))
 		p.ManagedBy = string(ns.ManagedBy)
+		return p, false
+	case errors.As(err, &sus):
+		p := newProblem(http.StatusConflict, "suspended", "Suspended",
+			sus.Error()+"; PUT the spec without it first")
+		p.Errors = []FieldProblem{{Field: "spec.suspend", Reason: "suspended", Detail: "no operation runs while it is true"}}
 		return p, false
 	case errors.As(err, &de):
 		p := newProblem(http.StatusConflict, "dependents-exist", "Dependents exist",

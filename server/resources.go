@@ -201,6 +201,10 @@ func (h resources) upWork(c echo.Context, op *Operation, r ref, t kinds.Target, 
 	if err := h.s.specs.Put(ctx, rec); err != nil {
 		return nil, err
 	}
+	if err := runner.CheckSuspended(obj); err != nil {
+		// Suspending is storing the spec: nothing runs until a later spec clears it.
+		return func(context.Context, engine.Sink) (*runner.Outcome, error) { return runner.Skip(t, err), nil }, nil
+	}
 	up := h.s.gatedWork(r, obj, op, st, rec)
 	if prev != nil {
 		return up, nil
@@ -267,6 +271,9 @@ func (h resources) remove(c echo.Context) error {
 		}
 		if rec == nil {
 			return nil, &NoSpecError{What: r.String(), ManagedBy: st.ManagedBy}
+		}
+		if err := runner.CheckSuspended(obj); err != nil {
+			return nil, err // 409 now; a PUT that clears spec.suspend comes first
 		}
 		deps, err := h.s.run.Dependents(ctx, t)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -240,4 +241,50 @@ func TestResourceViewShowsRevision(t *testing.T) {
 	w = h.admin(http.MethodGet, tenantsPath+"/acme", nil)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	require.Nil(t, decodeJSON[ResourceView](t, w).Status.Revision, "a stack applied by no recording build has none")
+}
+
+// Suspending over HTTP is storing a spec with spec.suspend: nothing runs, the operation says
+// why, a DELETE is refused until a PUT clears it, and that PUT runs the up.
+func TestSuspendedResourceRunsNothing(t *testing.T) {
+	h := newHarness(t)
+	w := h.admin(http.MethodPost, tenantsPath, tenantBody("globex"))
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	require.Equal(t, StateSucceeded, h.waitOperation(decodeJSON[OperationView](t, w).ID).State)
+	ups := h.f.count("Up tenant.tfrs-system.globex")
+	require.Equal(t, 1, ups)
+
+	suspended := tenantBody("globex")
+	suspended["spec"].(map[string]any)["suspend"] = true
+	suspended["spec"].(map[string]any)["prometheus"] = map[string]any{"retention": "7d"}
+	w = h.admin(http.MethodPut, tenantsPath+"/globex", suspended)
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	done := h.waitOperation(decodeJSON[OperationView](t, w).ID)
+	require.Equal(t, StateSucceeded, done.State, "%+v", done.Error)
+	require.NotNil(t, done.Result.Changes)
+	assert.Contains(t, done.Result.Changes.Skipped, "TFRTenant tfrs-system/globex is suspended")
+	assert.Equal(t, ups, h.f.count("Up tenant.tfrs-system.globex"), "a suspended spec is stored, not applied")
+
+	w = h.admin(http.MethodGet, tenantsPath+"/globex", nil)
+	v := decodeJSON[ResourceView](t, w)
+	var spec map[string]any
+	require.NoError(t, json.Unmarshal(v.Spec, &spec))
+	assert.Equal(t, true, spec["suspend"])
+	assert.Equal(t, int64(2), v.Metadata.Generation)
+
+	w = h.admin(http.MethodDelete, tenantsPath+"/globex", nil)
+	require.Equal(t, http.StatusConflict, w.Code, w.Body.String())
+	p := decodeJSON[Problem](t, w)
+	assert.Equal(t, problemTypeBase+"suspended", p.Type)
+	require.Len(t, p.Errors, 1)
+	assert.Equal(t, "spec.suspend", p.Errors[0].Field)
+	assert.Zero(t, h.f.count("Destroy"), "no destroy while suspended")
+
+	// A PUT without it resumes: the up runs.
+	w = h.admin(http.MethodPut, tenantsPath+"/globex", tenantBody("globex"))
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	require.Equal(t, StateSucceeded, h.waitOperation(decodeJSON[OperationView](t, w).ID).State)
+	assert.Equal(t, ups+1, h.f.count("Up tenant.tfrs-system.globex"))
+	w = h.admin(http.MethodDelete, tenantsPath+"/globex", nil)
+	require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+	require.Equal(t, StateSucceeded, h.waitOperation(decodeJSON[OperationView](t, w).ID).State)
 }

@@ -64,7 +64,9 @@ func SharedStackOwner(tenants []v1alpha1.TFRTenant, jobType string) *v1alpha1.TF
 	var owner *v1alpha1.TFRTenant
 	for i := range tenants {
 		t := &tenants[i]
-		if t.Spec.Type != v1alpha1.TenantPersonal || t.Spec.JobType != jobType || t.DeletionTimestamp != nil {
+		// A suspended tenant runs nothing, so it cannot drive the shared stack: were it the
+		// owner, its suspension would hold every other tenant of the job type.
+		if t.Spec.Type != v1alpha1.TenantPersonal || t.Spec.JobType != jobType || t.DeletionTimestamp != nil || t.Spec.Suspend {
 			continue
 		}
 		if owner == nil || olderThan(t, owner) {

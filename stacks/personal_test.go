@@ -22,6 +22,11 @@ func TestSharedStackOwner(t *testing.T) {
 	if o := SharedStackOwner(tenants, "code"); o == nil || o.Name != "zed" {
 		t.Errorf("code owner = %v", o)
 	}
+	// A suspended tenant runs nothing, so it is never the owner: the next oldest drives.
+	suspended := newPersonal("aaron", t0.Add(-time.Hour), func(s *v1alpha1.TFRTenantSpec) { s.Suspend = true })
+	if o := SharedStackOwner(append(tenants, *suspended), "chat"); o == nil || o.Name != "alice" {
+		t.Errorf("owner = %v, want alice (the older aaron is suspended)", o)
+	}
 	if o := SharedStackOwner([]v1alpha1.TFRTenant{*deleting}, "chat"); o != nil {
 		t.Errorf("owner %s among tenants being deleted: the shared stack should go", o.Name)
 	}

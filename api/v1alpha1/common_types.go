@@ -407,6 +407,9 @@ const (
 	// support matrix does not know): the reason says which, the message names each. Set on
 	// TFRClusters once a finding appeared; True again when none is left.
 	ConditionSupported = "Supported"
+	// ConditionSuspended is True while spec.suspend stops every operation on the object; it is
+	// removed when spec.suspend is cleared.
+	ConditionSuspended = "Suspended"
 )
 
 // Condition reasons.
@@ -436,6 +439,9 @@ const (
 	// ReasonPlanStale: the approved plan no longer matched (spec, parent outputs or the
 	// cluster changed); it was discarded and a new one proposed.
 	ReasonPlanStale = "PlanStale"
+	// ReasonSuspended: spec.suspend is true (the Suspended condition; the Ready condition of an
+	// object whose deletion waits for it).
+	ReasonSuspended = "Suspended"
 )
 
 // Annotations the operator reads.

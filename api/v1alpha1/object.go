@@ -69,6 +69,8 @@ type Object interface {
 	DataDeletionPolicy() DeletionPolicy
 	// Approval is the mode of the approval gate (spec.approval), defaults applied.
 	Approval() ApprovalMode
+	// Suspended is spec.suspend: no operation may start on the object's stacks.
+	Suspended() bool
 
 	// GetSpec returns a pointer to the spec (*TFRClusterSpec …), for code that encodes and
 	// decodes documents of any kind.
@@ -168,6 +170,9 @@ func (*TFRCluster) DataDeletionPolicy() DeletionPolicy { return "" }
 // Approval is the approval gate's mode (spec.approval, default OnDataLoss).
 func (x *TFRCluster) Approval() ApprovalMode { return x.Spec.Approval.Effective() }
 
+// Suspended is spec.suspend.
+func (x *TFRCluster) Suspended() bool { return x.Spec.Suspend }
+
 // GetSpec returns &x.Spec.
 func (x *TFRCluster) GetSpec() any { return &x.Spec }
 
@@ -230,6 +235,9 @@ func (x *TFRTenant) DataDeletionPolicy() DeletionPolicy { return x.Spec.Deletion
 // Approval is the approval gate's mode (spec.approval, default OnDataLoss).
 func (x *TFRTenant) Approval() ApprovalMode { return x.Spec.Approval.Effective() }
 
+// Suspended is spec.suspend.
+func (x *TFRTenant) Suspended() bool { return x.Spec.Suspend }
+
 // GetSpec returns &x.Spec.
 func (x *TFRTenant) GetSpec() any { return &x.Spec }
 
@@ -286,6 +294,9 @@ func (*TFRServer) DataDeletionPolicy() DeletionPolicy { return "" }
 
 // Approval is the approval gate's mode (spec.approval, default OnDataLoss).
 func (x *TFRServer) Approval() ApprovalMode { return x.Spec.Approval.Effective() }
+
+// Suspended is spec.suspend.
+func (x *TFRServer) Suspended() bool { return x.Spec.Suspend }
 
 // GetSpec returns &x.Spec.
 func (x *TFRServer) GetSpec() any { return &x.Spec }

@@ -284,6 +284,13 @@ type TFRClusterSpec struct {
 	// +optional
 	AllowUnsupported []string `json:"allowUnsupported,omitempty"`
 
+	// Suspend stops every operation on the object while true: no up (spec, parent or revision
+	// change, retry, reconcile request), no drift check and no destroy runs
+	// until it is cleared. An operation already running finishes. Clearing it is a spec change:
+	// the next up runs, through the approval gate when spec.approval asks for one.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
 	// DriftDetection configures the periodic drift check (refresh + preview).
 	// +kubebuilder:default={}
 	// +optional
@@ -342,6 +349,7 @@ type TFRClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ingress",type=string,JSONPath=`.spec.ingress.mode`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.revision.id`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must be a DNS-1123 label (at most 63 lowercase alphanumerics or '-')"

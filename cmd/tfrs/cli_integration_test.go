@@ -3,6 +3,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,10 +12,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/manifest"
 	"github.com/tfrs-io/tfrs-operator/internal/testenv"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/fleet"
 )
 
 // TestCLIPreviewShowsExactlyTheEdit drives the CLI in-process against a local control plane
@@ -65,6 +75,64 @@ func TestCLIPreviewShowsExactlyTheEdit(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "no changes")
 	t.Logf("no-op preview: %s", time.Since(mark))
+
+	// A fleet preview right after the up proves both stacks unchanged from their recorded
+	// inputs, without a Pulumi run; --full previews them for real, with the same answer.
+	fleetOf := func(args ...string) (int, fleet.Report) {
+		t.Helper()
+		code, out := runCaptured(t, cmd(append([]string{"fleet", "preview", "-o", "json"}, args...)...)...)
+		var rep fleet.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		return code, rep
+	}
+	mark = time.Now()
+	code, rep := fleetOf("-f", edited, "--detailed-exitcode")
+	require.Equal(t, 0, code)
+	require.Equal(t, map[fleet.Status]int{fleet.StatusUnchanged: 2}, rep.Counts)
+	require.Equal(t, 2, rep.Proven, "%+v", rep.Entries)
+	t.Logf("fleet preview, proven: %s", time.Since(mark))
+	code, rep = fleetOf("-f", edited, "--full")
+	require.Equal(t, 0, code)
+	require.Equal(t, map[fleet.Status]int{fleet.StatusUnchanged: 2}, rep.Counts)
+	require.Zero(t, rep.Proven)
+	// A refresh that finds the cluster as the up left it keeps the proof.
+	code, out = runCaptured(t, cmd("refresh", "-f", edited)...)
+	require.Equal(t, 0, code, out)
+	_, rep = fleetOf("-f", edited)
+	require.Equal(t, 2, rep.Proven, "after a refresh that changed nothing: %+v", rep.Entries)
+	// The same objects as custom resources (the API server applies the CRD's defaults): read
+	// from the cluster, they are proven too.
+	data, err := os.ReadFile(edited)
+	require.NoError(t, err)
+	crs, err := manifest.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	require.NoError(t, corev1.AddToScheme(scheme))
+	kc, err := client.New(cp.RESTConfig, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tfrs-system"}}
+	if err := kc.Create(context.Background(), ns); !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+	for _, o := range crs {
+		require.NoError(t, kc.Create(context.Background(), o))
+	}
+	code, rep = fleetOf("--from-cluster", "--kind", "tenant", "--kind", "cluster", "--detailed-exitcode")
+	require.Equal(t, 0, code)
+	require.Len(t, rep.Entries, 2)
+	require.Equal(t, 2, rep.Proven, "custom resources read back: %+v", rep.Entries)
+	_, rep = fleetOf("--from-cluster", "--kind", "server")
+	require.Empty(t, rep.Entries)
+
+	// The files as they were: the tenant's Prometheus changes back, the cluster stays proven.
+	code, rep = fleetOf("-f", file, "--detailed-exitcode")
+	require.Equal(t, exitChanges, code)
+	require.Equal(t, map[fleet.Status]int{fleet.StatusUnchanged: 1, fleet.StatusUpdate: 1}, rep.Counts)
+	require.True(t, rep.Entries[0].Proven, "the cluster")
+	require.Len(t, rep.Groups, 1)
+	require.Equal(t, "prometheus", rep.Groups[0].Component)
+	require.Equal(t, []string{"tenant.tfrs-system.acme"}, rep.Groups[0].Stacks)
 
 	// graph --status reads each component's live state from the stacks: all up to date.
 	code, out = runCaptured(t, cmd("graph", "-f", edited, "-o", "json", "--status")...)

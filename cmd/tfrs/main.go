@@ -127,7 +127,7 @@ same programs on the same state.`,
 	)
 	root.AddCommand(
 		newStackCmd(a, engine.OpPreview), newStackCmd(a, engine.OpUp), newStackCmd(a, engine.OpRefresh), newStackCmd(a, engine.OpDestroy),
-		newStatusCmd(a), newWatchCmd(a),
+		newStatusCmd(a), newWatchCmd(a), newFleetCmd(a),
 		newGraphCmd(a), newRenderCmd(a),
 		newServeCmd(), newOperatorCmd(), newDevCmd(),
 		newVersionCmd(),

@@ -69,7 +69,7 @@ func runOperator(ctx context.Context, cmd *cobra.Command, f *operatorFlags) erro
 	}
 	crlog.SetLogger(logr.FromSlogHandler(h))
 
-	cfg, err := f.restConfig()
+	cfg, err := f.stack.restConfig()
 	if err != nil {
 		return err
 	}
@@ -142,12 +142,12 @@ func errString(err error) string {
 // restConfig is how the manager reaches the API server: --kubeconfig (and --context) when
 // given, else the in-cluster service account, else ~/.kube/config. The programs get the
 // same kubeconfig's contents (stackFlags.runOptions), or the in-cluster account without one.
-func (f *operatorFlags) restConfig() (*rest.Config, error) {
-	if f.stack.kubeconfig == "" {
-		return config.GetConfigWithContext(f.stack.kubeContext)
+func (f *stackFlags) restConfig() (*rest.Config, error) {
+	if f.kubeconfig == "" {
+		return config.GetConfigWithContext(f.kubeContext)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = filepath.SplitList(f.stack.kubeconfig)[0] // the file runOptions reads
+	rules.ExplicitPath = filepath.SplitList(f.kubeconfig)[0] // the file runOptions reads
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: f.stack.kubeContext}).ClientConfig()
+		&clientcmd.ConfigOverrides{CurrentContext: f.kubeContext}).ClientConfig()
 }

@@ -116,7 +116,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 
 	var pods engine.PodProbe
 	if f.leaderElect {
-		rc, err := (&operatorFlags{stack: *sf}).restConfig()
+		rc, err := sf.restConfig()
 		if err != nil {
 			return fmt.Errorf("--leader-elect: %w", err)
 		}
@@ -155,7 +155,7 @@ func runServe(ctx context.Context, cmd *cobra.Command, sf *stackFlags, f *serveF
 	cfg.MaxBodyBytes, cfg.ShutdownGrace, cfg.Sources = f.maxBodyBytes, f.shutdownGrace, pol
 	if modes[server.AuthKubernetes] {
 		// The API server the programs apply to is the one whose users and RBAC count.
-		rc, err := (&operatorFlags{stack: *sf}).restConfig()
+		rc, err := sf.restConfig()
 		if err != nil {
 			return fmt.Errorf("--auth kubernetes: %w", err)
 		}

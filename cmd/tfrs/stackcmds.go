@@ -243,10 +243,23 @@ func (s *stackRun) run(ctx context.Context, objs []prepared) ([]*diff.Report, er
 		errs    []error
 		pending = map[string]bool{} // stacks of this run that a preview found changing
 	)
+	// A suspended object is skipped by up, preview and refresh (reported as such), and stops a
+	// destroy before anything runs: a destroy of the others would leave it without a parent.
+	if s.op == engine.OpDestroy {
+		for _, p := range objs {
+			if err := runner.CheckSuspended(p.obj); err != nil {
+				err = fmt.Errorf("%s: %w", p.target, err)
+				return []*diff.Report{report(nil, p, s.op, err)}, err
+			}
+		}
+	}
 	if s.op == engine.OpUp {
 		// Every object's stack admits it (door, identity, immutable fields) and every object
 		// passes the approval gate before any runs.
 		for _, p := range objs {
+			if p.obj.Suspended() {
+				continue
+			}
 			err := s.gate(ctx, p)
 			if err == nil {
 				err = s.runner.Admit(ctx, p.obj, runner.Op{Door: engine.ManagedByCLI})
@@ -261,6 +274,10 @@ func (s *stackRun) run(ctx context.Context, objs []prepared) ([]*diff.Report, er
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
 			break
+		}
+		if err := runner.CheckSuspended(p.obj); err != nil {
+			reports = append(reports, report(runner.Skip(p.target, err), p, s.op, nil))
+			continue
 		}
 		rep, err := s.one(ctx, p, pending)
 		reports = append(reports, rep)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
@@ -315,4 +316,42 @@ func TestUpRefusesChangedImmutableField(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, before, after, "%s: the stack is unchanged", field)
 	}
+}
+
+// A suspended object in the files is skipped by preview, up and refresh, each saying so, and
+// the others run; a destroy that includes it refuses before anything runs.
+func TestSuspendedObjectsAreSkipped(t *testing.T) {
+	f := newFakeEngine()
+	useFakeEngine(t, f)
+	f.ready(testCluster, testTenant)
+	path := filepath.Join(t.TempDir(), "crs.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: tfrs.io/v1alpha1
+kind: TFRTenant
+metadata: {name: acme, namespace: tfrs-system}
+spec: {clusterRef: dev, type: enterprise, namespace: acme, suspend: true}
+---
+apiVersion: tfrs.io/v1alpha1
+kind: TFRCluster
+metadata: {name: dev}
+spec: {domain: tfrobot.local, ingress: {mode: NodePort}}
+`), 0o600))
+	for _, cmd := range []string{"preview", "up", "refresh"} {
+		code, out := runCaptured(t, cmd, "-f", path, "-o", "json")
+		require.Equal(t, 0, code, "%s: %s", cmd, out)
+		assert.Equal(t, []string{cmd + " " + testCluster}, f.recorded(), cmd)
+		doc := parseDoc(t, out)
+		require.Len(t, doc.Reports, 2, cmd)
+		assert.Equal(t, testTenant, doc.Reports[1].Target.Stack)
+		assert.Contains(t, doc.Reports[1].Skipped, "TFRTenant tfrs-system/acme is suspended (spec.suspend: true)", cmd)
+		assert.Empty(t, doc.Reports[1].Error)
+	}
+	code, out := runCaptured(t, "preview", "-f", path)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "skipped: TFRTenant tfrs-system/acme is suspended")
+	f.recorded()
+
+	code, out = runCaptured(t, "destroy", "-f", path, "--yes")
+	require.Equal(t, 1, code, out)
+	assert.Contains(t, out, "is suspended")
+	assert.Empty(t, f.recorded(), "refused before anything ran")
 }

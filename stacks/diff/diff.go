@@ -113,7 +113,7 @@ func FromOutcome(o *runner.Outcome) *Report {
 	if o == nil {
 		return r
 	}
-	r.Target = o.Target
+	r.Target, r.Skipped = o.Target, o.Skipped
 	for _, f := range o.Support {
 		r.Warnings = append(r.Warnings, f.Message)
 	}

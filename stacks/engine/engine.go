@@ -84,6 +84,9 @@ type Request struct {
 	// AppliedTags are written by an Up once it has succeeded (a failed or canceled one writes
 	// none): what applied the stack last, such as the program revision (stacks/revision.go).
 	AppliedTags map[string]string
+	// StateTags name tags that describe the stack's state as its last up left it: a Refresh
+	// that changes the state, or fails (it may have changed part of it), empties them.
+	StateTags []string
 	// Config is stack config (e.g. provider settings), written before the operation.
 	Config map[string]ConfigValue
 	// Env is added to the CLI's and the providers' environment for this operation.

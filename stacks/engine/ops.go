@@ -103,12 +103,37 @@ func (e *Engine) Preview(ctx context.Context, req Request) (*Result, error) {
 // Refresh reads every resource back from the cluster into the state.
 func (e *Engine) Refresh(ctx context.Context, req Request) (*Result, error) {
 	return e.run(ctx, OpRefresh, req, func(ctx context.Context, sw *stackWorkspace, col *collector, rec *Recovery) error {
-		return e.withLock(ctx, OpRefresh, sw, req.Stack, col, rec, func() error {
-			_, err := sw.st.Refresh(ctx, optrefresh.EventStreams(col.stream()), optrefresh.ShowSecrets(false),
+		var res auto.RefreshResult
+		err := e.withLock(ctx, OpRefresh, sw, req.Stack, col, rec, func() error {
+			var err error
+			res, err = sw.st.Refresh(ctx, optrefresh.EventStreams(col.stream()), optrefresh.ShowSecrets(false),
 				optrefresh.Color("never"), optrefresh.SuppressProgress(), optrefresh.SuppressOutputs(), optrefresh.Message(message(req, OpRefresh)))
 			return err
 		})
+		if len(req.StateTags) > 0 && (err != nil || refreshChanged(res)) {
+			void := map[string]string{}
+			for _, k := range req.StateTags {
+				void[k] = ""
+			}
+			if terr := e.setTags(ctx, sw, req.Stack, void); terr != nil {
+				col.warn("the stack's state tags were not emptied after the refresh changed its state: " + terr.Error())
+			}
+		}
+		return err
 	})
+}
+
+// refreshChanged: the refresh changed the state (any step but "same"), or says nothing of it.
+func refreshChanged(res auto.RefreshResult) bool {
+	if res.Summary.ResourceChanges == nil {
+		return true
+	}
+	for op, n := range *res.Summary.ResourceChanges {
+		if op != string(StepSame) && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Destroy deletes every resource of the stack (the stack itself stays; see Remove). Pending

@@ -28,10 +28,14 @@ func (p ownershipParents) APIServer(ctx context.Context) (stacks.APIServer, erro
 	if err != nil {
 		return stacks.APIServer{}, err
 	}
+	var api stacks.APIServer
 	if g, ok := get.(APIServerGetter); ok {
-		return g.GetAPIServer(ctx)
+		if api, err = g.GetAPIServer(ctx); err != nil {
+			return api, err
+		}
 	}
-	return stacks.APIServer{}, nil
+	p.in.addJSON("apiserver", api)
+	return api, nil
 }
 
 // KubeVersionGetter reads the cluster's Kubernetes version (discovery's /version). A
@@ -47,10 +51,14 @@ func (p ownershipParents) KubeVersion(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	v := ""
 	if g, ok := get.(KubeVersionGetter); ok {
-		return g.GetKubeVersion(ctx)
+		if v, err = g.GetKubeVersion(ctx); err != nil {
+			return "", err
+		}
 	}
-	return "", nil
+	p.in.add("kube-version", v)
+	return v, nil
 }
 
 func (k *kubeNamespaces) GetKubeVersion(context.Context) (string, error) {

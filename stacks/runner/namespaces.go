@@ -37,7 +37,8 @@ const namespaceType = "kubernetes:core/v1:Namespace"
 // ownershipParents adds the namespace read (kinds.Namespaces) to the runner's parents.
 type ownershipParents struct {
 	kinds.Parents
-	r *Runner
+	r  *Runner
+	in *inputs // records what is read (inputs.go); nil: nothing is
 }
 
 func (p ownershipParents) Namespace(ctx context.Context, name, stack string) (*stacks.NamespaceState, error) {
@@ -61,6 +62,7 @@ func (p ownershipParents) Namespace(ctx context.Context, name, stack string) (*s
 			}
 		}
 	}
+	p.in.addJSON("namespace "+name, st)
 	return st, nil
 }
 

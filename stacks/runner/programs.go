@@ -25,8 +25,8 @@ type runFunc func(stack string, prog programFunc, tags map[string]string, ns str
 // applyObject runs the object's programs (from the program table, kinds.ProgramsOf) once its
 // parent is ready. An object with a shared stack (a personal tenant) first makes sure that
 // stack is up, then runs its own stack over the shared outputs.
-func (r *Runner) applyObject(ctx context.Context, t kinds.Target, obj v1alpha1.Object, kind engine.OpKind, run runFunc, out *Outcome) error {
-	progs, err := kinds.ProgramsOf(ctx, t, obj, r.parents())
+func (r *Runner) applyObject(ctx context.Context, t kinds.Target, obj v1alpha1.Object, kind engine.OpKind, parents kinds.Parents, run runFunc, out *Outcome) error {
+	progs, err := kinds.ProgramsOf(ctx, t, obj, parents)
 	if err != nil {
 		return err
 	}

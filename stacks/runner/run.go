@@ -136,6 +136,14 @@ type Outcome struct {
 	// Support are a cluster's components outside their upstream support, or unknown to the
 	// support matrix (stacks/support.go): warnings, since a refusal stops before any stack.
 	Support []stacks.SupportFinding `json:"support,omitempty"`
+	// Skipped says why no stack ran (a door that skips a suspended object: Skip).
+	Skipped string `json:"skipped,omitempty"`
+}
+
+// Skip is the outcome of an operation a door did not run because err (a *SuspendedError)
+// refused it: no stack, and the reason.
+func Skip(t kinds.Target, err error) *Outcome {
+	return &Outcome{Target: t, Skipped: err.Error()}
 }
 
 // Changes sums the step counts of every stack.
@@ -198,6 +206,9 @@ func (r *Runner) Preview(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 
 // Refresh reads the object's resources back from the cluster into its stack.
 func (r *Runner) Refresh(ctx context.Context, obj v1alpha1.Object, op Op) (*Outcome, error) {
+	if err := CheckSuspended(obj); err != nil {
+		return nil, err
+	}
 	t, _, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err
@@ -210,12 +221,16 @@ func (r *Runner) Refresh(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 	if err != nil {
 		return nil, err
 	}
+	req.StateTags = []string{TagInputs} // a refresh that changes the state voids the proof
 	res, err := r.eng.Refresh(ctx, req)
 	out.add(t.Stack, res)
 	return out, err
 }
 
 func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind engine.OpKind) (*Outcome, error) {
+	if err := CheckSuspended(obj); err != nil {
+		return nil, err
+	}
 	t, obj, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err
@@ -239,6 +254,7 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 			}
 		}
 	}
+	in := &inputs{}
 	go func() { door <- r.checkStack(ctx, t, by, true) }()
 	doorErr := sync.OnceValue(func() error { return <-door })
 	out := &Outcome{Target: t}
@@ -276,6 +292,11 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 		if kind == engine.OpUp {
 			if r.opts.Revision != nil {
 				req.AppliedTags = stacks.RevisionTags(r.opts.Revision()) // written by an up that succeeds
+				if stack == t.Stack && t.Shared == "" && req.AppliedTags != nil {
+					// The programs were made: every read is recorded (inputs.go).
+					// Not readable now (the cluster's version): no proof, the up goes on.
+					req.AppliedTags[TagInputs], _ = r.inputsDigest(ctx, obj, in)
+				}
 			}
 			res, err = r.eng.Up(ctx, req)
 		} else {
@@ -284,7 +305,7 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 		out.add(stack, res)
 		return err
 	}
-	err = r.applyObject(ctx, t, obj, kind, run, out)
+	err = r.applyObject(ctx, t, obj, kind, r.recording(in), run, out)
 	if derr := doorErr(); derr != nil {
 		return nil, derr
 	}
@@ -295,6 +316,9 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 // data survives) and removes its stack. A parent with dependents is refused with
 // ErrDependentsExist; nothing is touched then.
 func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outcome, error) {
+	if err := CheckSuspended(obj); err != nil {
+		return nil, err
+	}
 	t, _, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,8 @@
 //     (`tfrs operator`);
 //  4. scale: 1, 10, 50, 100 tenants through the HTTP API (`tfrs serve`, default
 //     concurrency): wall time, per-tenant p50/p95, peak RSS of the serve process tree;
-//  5. memory per in-flight operation.
+//  5. memory per in-flight operation;
+//  8. fleet preview of N tenants: proven unchanged from their recorded inputs, and --full.
 //
 // Every tfrs figure is of the real binary as users run it (a separate process, the real
 // Pulumi CLI and provider). The table goes to stdout and, with the machine's description, to
@@ -52,6 +53,7 @@ type config struct {
 	flatStacks  []int
 	flatHistory int
 	refreshes   int
+	fleet       int
 }
 
 type bench struct {
@@ -80,10 +82,11 @@ func main() {
 	flag.StringVar(&scale, "scale", "1,10,50,100", "tenant counts of the scale measurement")
 	flag.StringVar(&c.profile, "scale-profile", "lean", "tenants of the scale and idle measurements: lean (no observability, caches or front end) or full")
 	flag.DurationVar(&c.resync, "resync", 20*time.Second, "the operator's --resync-period in the idle measurement")
-	flag.StringVar(&only, "only", "provision,idle,scale,memory,flat", "measurements to run (provision includes the preview comparison)")
+	flag.StringVar(&only, "only", "provision,idle,scale,memory,flat,fleet", "measurements to run (provision includes the preview comparison)")
 	flag.StringVar(&flatStacks, "flat-stacks", "10,1000", "stacks in the backends of the flat-cost measurement")
 	flag.IntVar(&c.flatHistory, "flat-history", 20, "history entries (and backups) of every seeded stack in the flat-cost measurement")
 	flag.IntVar(&c.refreshes, "refreshes", 100, "drift checks (refreshes) before the state size is measured (0: skip)")
+	flag.IntVar(&c.fleet, "fleet", 100, "tenants of the fleet-preview measurement")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory (logs, rendered manifests, state)")
 	flag.IntVar(&c.parallel, "parallel", 0, "pass --parallel to tfrs serve and tfrs operator (0: their default)")
 	flag.Parse()
@@ -156,7 +159,7 @@ func run(ctx context.Context, c config) error {
 
 	// The flat-cost measurement runs the engine on programs without cloud resources; the others
 	// need the control plane and the cluster stack.
-	if c.only["provision"] || c.only["idle"] || c.only["scale"] || c.only["memory"] {
+	if c.only["provision"] || c.only["idle"] || c.only["scale"] || c.only["memory"] || c.only["fleet"] {
 		stop, err := b.startCluster(ctx)
 		if err != nil {
 			return err
@@ -173,6 +176,7 @@ func run(ctx context.Context, c config) error {
 		{"scale", b.scale},
 		{"memory", b.memory},
 		{"flat", b.flatCost},
+		{"fleet", b.fleetPreview},
 	}
 	for _, s := range steps {
 		if !c.only[s.name] {

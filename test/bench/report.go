@@ -25,6 +25,7 @@ type report struct {
 	mems    []string
 	flats   []string
 	drifts  []string
+	fleets  []string
 	notes   []string
 }
 
@@ -115,6 +116,8 @@ func (r *report) body() string {
 		fmt.Sprintf("| operation | wall (%[1]s stacks) | in Pulumi CLI processes (%[1]s) | engine's own time (%[1]s) |", strings.Join(sizes, " / ")), r.flats)
 	table(&b, fmt.Sprintf("7. State per stack after %d drift checks (refreshes)", r.cfg.refreshes),
 		"| history | files (checkpoint, history, backups) | bytes | **in checkpoints** | per refresh |", r.drifts)
+	table(&b, "8. Fleet preview (tfrs fleet preview, default --parallel; proven = unchanged from recorded inputs, no Pulumi run)",
+		"| run | tenants | wall | per stack | proven | unchanged | changed or failed |", r.fleets)
 	if len(r.notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range r.notes {

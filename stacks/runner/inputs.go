@@ -1,0 +1,259 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
+	"github.com/tfrs-io/tfrs-operator/stacks/program"
+)
+
+// The inputs of a stack: everything its program is a function of. A program's resources depend
+// on the spec, on the program itself (the build's revision: code and pinned sources) and on
+// what it reads before it runs: its parent's outputs (secrets included), the namespace's
+// ownership, the API server's addresses, and the cluster's Kubernetes version. A successful up
+// records a digest of all of them on its own stack (TagInputs). While they are unchanged and
+// nothing ran on the stack since, a preview would find nothing to do: a fleet preview reports
+// such a stack unchanged without running Pulumi (Runner.Unchanged).
+
+// TagInputs is the stack tag holding the inputs digest of the last successful up ("" or
+// absent: no proof; a refresh that changed or may have changed the state empties it).
+const TagInputs = "tfrs.io/inputs"
+
+// inputs records what one operation's programs read, as "what=digest" lines.
+type inputs struct {
+	mu    sync.Mutex
+	reads map[string]string
+}
+
+func (in *inputs) add(what, digest string) {
+	if in == nil {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.reads == nil {
+		in.reads = map[string]string{}
+	}
+	in.reads[what] = digest
+}
+
+// addJSON records a value that holds no secret (or only SecretString, whose JSON hides it:
+// then only the non-secret part counts, which is why parents go through addOutputs).
+func (in *inputs) addJSON(what string, v any) {
+	if in == nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = fmt.Appendf(nil, "unencodable %T", v) // never matches a recorded digest by accident
+	}
+	sum := sha256.Sum256(b)
+	in.add(what, hex.EncodeToString(sum[:]))
+}
+
+// digest folds the spec digest, the revision and the reads into the inputs digest.
+func (in *inputs) digest(spec, revision string) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	h := sha256.New()
+	fmt.Fprintf(h, "spec %s\nrevision %s\n", spec, revision)
+	keys := make([]string, 0, len(in.reads))
+	for k := range in.reads {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "%s=%s\n", k, in.reads[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// HashOutputs writes a stack's outputs to h, secret values in plain text: a digest of them
+// changes when a password rotates, and never shows it.
+func HashOutputs(h hash.Hash, stack string, outs program.Outputs) {
+	fmt.Fprintf(h, "stack %q\n", stack)
+	for _, k := range outs.Keys() {
+		b, _ := json.Marshal(outs[k].Reveal())
+		fmt.Fprintf(h, "%q=%s\n", k, b)
+	}
+}
+
+// maxLocalSource bounds the bytes of a local source hashed for the inputs digest: a larger one
+// leaves its object without a proof (it is previewed for real).
+const maxLocalSource = 64 << 20
+
+// addSources records what the spec's sources hold beyond their names: the files of a local
+// path. A pinned chart (repository and version) is named by its fields; a manifest URL is not
+// (what it serves may change), so an object with one has no proof (false).
+func (in *inputs) addSources(obj v1alpha1.Object) (bool, error) {
+	for _, src := range obj.Sources() {
+		switch src.Kind {
+		case v1alpha1.SourceManifestURL:
+			return false, nil
+		case v1alpha1.SourceLocalPath:
+			d, err := treeDigest(src.Value, maxLocalSource)
+			if err != nil {
+				return false, nil // unreadable here: the preview says why
+			}
+			in.add("local "+src.Path.String(), d)
+		}
+	}
+	return true, nil
+}
+
+// treeDigest hashes a file, or a directory's files (names and contents, in order), up to limit
+// bytes.
+func treeDigest(root string, limit int64) (string, error) {
+	h := sha256.New()
+	var total int64
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		rel, _ := filepath.Rel(root, p)
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%q\n", filepath.ToSlash(rel))
+		n, err := io.Copy(h, io.LimitReader(f, limit-total+1))
+		if total += n; total > limit {
+			return fmt.Errorf("%s: more than %d bytes", root, limit)
+		}
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// recordingEngine records the outputs of every stack the programs' parents are read from.
+type recordingEngine struct {
+	Engine
+	in *inputs
+}
+
+func (e recordingEngine) Outputs(ctx context.Context, stack string) (program.Outputs, error) {
+	out, err := e.Engine.Outputs(ctx, stack)
+	if err == nil {
+		h := sha256.New()
+		HashOutputs(h, stack, out)
+		e.in.add("outputs "+stack, hex.EncodeToString(h.Sum(nil)))
+	}
+	return out, err
+}
+
+// recording returns the runner's parents with every read recorded in in: the parent stacks'
+// outputs, and the cluster reads of ownershipParents. Parents given in Options (rendering)
+// are returned as they are: nothing is recorded then.
+func (r *Runner) recording(in *inputs) kinds.Parents {
+	if _, ok := r.opts.Parents.(EngineParents); !ok || r.opts.RenderDir != "" {
+		return r.parents()
+	}
+	return ownershipParents{Parents: EngineParents{Engine: recordingEngine{Engine: r.eng, in: in}}, r: r, in: in}
+}
+
+// inputsDigest is the digest of obj's inputs once its programs were made with parents
+// recording into in; "" when they cannot all be known (a manifest URL's content). The cluster's Kubernetes version counts for every kind (the provider's
+// behaviour follows it), so it is read here when the programs did not.
+func (r *Runner) inputsDigest(ctx context.Context, obj v1alpha1.Object, in *inputs) (string, error) {
+	spec, err := SpecDigest(obj)
+	if err != nil {
+		return "", err
+	}
+	if _, err := (ownershipParents{r: r, in: in}).KubeVersion(ctx); err != nil {
+		return "", err
+	}
+	if ok, err := in.addSources(obj); !ok || err != nil {
+		return "", err // no proof
+	}
+	rev := ""
+	if r.opts.Revision != nil {
+		if v := r.opts.Revision(); v != nil {
+			rev = v.ID
+		}
+	}
+	return in.digest(spec, rev), nil
+}
+
+// Unchanged reports whether a preview of obj would find nothing to change, proven without
+// running Pulumi: its own stack's last operation is the successful up that recorded its inputs
+// (or a later refresh that left them, see engine.Request.StateTags), and those inputs are
+// what obj's programs would read now. Everything a preview checks first is checked as it is
+// (the spec, the stack's identity, the parents, the namespace and robot ownership), and a
+// refusal is returned as the preview would return it. False (nil error) means "not proven":
+// the caller previews for real. A personal tenant is never proven (its shared stack's inputs
+// are another object's), nor a stack of a build that records no revision.
+func (r *Runner) Unchanged(ctx context.Context, obj v1alpha1.Object) (bool, error) {
+	if err := CheckSuspended(obj); err != nil {
+		return false, err
+	}
+	t, obj, err := kinds.Prepare(obj)
+	if err != nil {
+		return false, err
+	}
+	if t.Shared != "" || r.opts.Revision == nil || r.opts.RenderDir != "" {
+		return false, nil
+	}
+	st, err := r.eng.Status(ctx, t.Stack)
+	if err != nil {
+		if errors.Is(err, engine.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
+	}
+	if err := admission(t, "", true)(st.Tags); err != nil {
+		return false, err
+	}
+	last := st.Tags[TagInputs]
+	if last == "" || !st.Ready || !untouchedSince(st.Last) {
+		return false, nil
+	}
+	in := &inputs{}
+	progs, err := kinds.ProgramsOf(ctx, t, obj, r.recording(in))
+	if err != nil {
+		return false, err
+	}
+	if progs.Wait != nil {
+		return false, progs.Wait
+	}
+	now, err := r.inputsDigest(ctx, obj, in)
+	return err == nil && now != "" && now == last, err
+}
+
+// untouchedSince: the stack's last operation left its state as its last successful up did: it
+// is that up, or a refresh that changed nothing (a refresh by tfrs that changed something also
+// empties TagInputs; one by the stock Pulumi CLI shows here).
+func untouchedSince(last *engine.HistoryEntry) bool {
+	if last == nil || last.Result != "succeeded" {
+		return false
+	}
+	switch last.Kind {
+	case "update":
+		return true
+	case "refresh":
+		for op, n := range last.Changes {
+			if op != string(engine.StepSame) && n > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
