@@ -23,8 +23,9 @@ import (
 // runs read-only), so read-only backend credentials do.
 
 type fleetFlags struct {
-	stack       stackFlags
-	inputs      inputFlags
+	// io loads the inputs as preview does (source policy, local sources snapshotted) and
+	// opens the engine; its report flags are fleetFlags' own.
+	io          stackCmdFlags
 	fromCluster bool
 	kinds       []string
 	namespace   string
@@ -82,7 +83,7 @@ stack that could not be previewed), 2 changes with --detailed-exitcode, 3 data l
 		},
 	}
 	fs := cmd.Flags()
-	f.inputs.bind(cmd, fs)
+	f.io.inputs.bind(cmd, fs)
 	fs.BoolVar(&f.fromCluster, "from-cluster", false, "take the objects from the cluster's TFRCluster, TFRTenant and TFRServer resources (--kubeconfig, --context)")
 	fs.StringArrayVar(&f.kinds, "kind", nil, "only objects of this kind: cluster, tenant or server; repeatable")
 	fs.StringVarP(&f.namespace, "namespace", "n", "", "only objects of this namespace")
@@ -92,12 +93,13 @@ stack that could not be previewed), 2 changes with --detailed-exitcode, 3 data l
 	outputFlag(cmd, &f.format, "report format", reportFormats...)
 	fs.BoolVar(&f.detailed, "detailed-exitcode", false, "exit 2 when a stack changes, 0 when none does, 1 on error")
 	fs.BoolVar(&f.failOnLoss, "fail-on-data-loss", false, "exit 3 when a change would replace or delete stateful data")
-	f.stack.bind(fs)
+	f.io.stack.bind(fs)
+	f.io.sources.bind(fs, "cli")
 	return cmd
 }
 
 func (f *fleetFlags) run(ctx context.Context, stdin io.Reader, out io.Writer) error {
-	if f.fromCluster == f.inputs.given() {
+	if f.fromCluster == f.io.inputs.given() {
 		return fmt.Errorf("%w: give either --from-cluster or -f/-k", errUsage)
 	}
 	if err := oneOf("-o", f.format, reportFormats...); err != nil {
@@ -111,15 +113,16 @@ func (f *fleetFlags) run(ctx context.Context, stdin io.Reader, out io.Writer) er
 		}
 		sel.Kinds = append(sel.Kinds, kind)
 	}
-	objs, err := f.objects(ctx, stdin)
+	objs, closeInputs, err := f.objects(ctx, stdin)
 	if err != nil {
 		return err
 	}
+	defer closeInputs()
 	if objs, err = sel.Select(objs); err != nil {
 		return fmt.Errorf("%w: --selector: %v", errUsage, err)
 	}
-	f.stack.readOnly = true // a fleet preview never writes the backend
-	eng, rn, err := f.stack.runner(ctx)
+	f.io.stack.readOnly = true // a fleet preview never writes the backend
+	eng, rn, err := f.io.stack.runner(ctx)
 	if err != nil {
 		return err
 	}
@@ -127,7 +130,7 @@ func (f *fleetFlags) run(ctx context.Context, stdin io.Reader, out io.Writer) er
 	progress := func(e fleet.Entry, done, total int) {
 		fmt.Fprintf(os.Stderr, "[%d/%d] %s: %s\n", done, total, e.Target.Stack, e.Status)
 	}
-	rep := fleet.Preview(ctx, rn, objs, fleet.Options{Parallel: f.stack.parallel, Full: f.full, Done: progress})
+	rep := fleet.Preview(ctx, rn, objs, fleet.Options{Parallel: f.io.stack.parallel, Full: f.full, Done: progress})
 	switch f.format {
 	case "json":
 		err = rep.WriteJSON(out)
@@ -150,20 +153,42 @@ func (f *fleetFlags) run(ctx context.Context, stdin io.Reader, out io.Writer) er
 	return nil
 }
 
-// objects are the fleet's objects, prepared (defaults applied, validated), parents first.
-func (f *fleetFlags) objects(ctx context.Context, stdin io.Reader) ([]v1alpha1.Object, error) {
-	var objs []v1alpha1.Object
-	if f.inputs.given() {
-		ps, err := f.inputs.load(stdin, false)
+// objects are the fleet's objects, prepared (defaults applied, validated), parents first,
+// checked against the source policy as every door checks them; close when done.
+func (f *fleetFlags) objects(ctx context.Context, stdin io.Reader) ([]v1alpha1.Object, func(), error) {
+	var ps []prepared
+	closeInputs := func() {}
+	if f.io.inputs.given() {
+		in, err := f.io.loadInputs(stdin, false)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, p := range ps {
-			objs = append(objs, p.obj)
+		ps, closeInputs = in.objs, in.close
+	} else {
+		var err error
+		if ps, err = f.clusterObjects(ctx); err != nil {
+			return nil, nil, err
 		}
-		return objs, nil
+		pol, err := f.io.sources.policy()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := checkSources(withClusterMirrors(pol, ps), ps); err != nil {
+			return nil, nil, err
+		}
 	}
-	cfg, err := f.stack.restConfig()
+	objs := make([]v1alpha1.Object, len(ps))
+	for i, p := range ps {
+		objs[i] = p.obj
+	}
+	return objs, closeInputs, nil
+}
+
+// clusterObjects lists the cluster's TFRS custom resources, parents first. The API server
+// applied the schema's defaults; Prepare applies the rest and validates, as for every door:
+// an object that does not pass is an error naming it.
+func (f *fleetFlags) clusterObjects(ctx context.Context) ([]prepared, error) {
+	cfg, err := f.io.stack.restConfig()
 	if err != nil {
 		return nil, fmt.Errorf("--from-cluster: %w", err)
 	}
@@ -179,6 +204,7 @@ func (f *fleetFlags) objects(ctx context.Context, stdin io.Reader) ([]v1alpha1.O
 		clusters v1alpha1.TFRClusterList
 		tenants  v1alpha1.TFRTenantList
 		servers  v1alpha1.TFRServerList
+		objs     []v1alpha1.Object
 	)
 	for _, l := range []client.ObjectList{&clusters, &tenants, &servers} {
 		if err := c.List(ctx, l); err != nil {
@@ -194,12 +220,20 @@ func (f *fleetFlags) objects(ctx context.Context, stdin io.Reader) ([]v1alpha1.O
 	for i := range servers.Items {
 		objs = append(objs, &servers.Items[i])
 	}
-	// The API server applied the schema's defaults; Prepare applies the rest and validates,
-	// as for every door. An object that fails is previewed (and reported) as failing.
-	for i, o := range objs {
-		if _, p, err := kinds.Prepare(o); err == nil {
-			objs[i] = p
+	out := make([]prepared, 0, len(objs))
+	for _, o := range objs {
+		t, p, err := kinds.Prepare(o)
+		if err != nil {
+			return nil, fmt.Errorf("--from-cluster: %s %s: %w", o.KindName(), key(o), err)
 		}
+		out = append(out, prepared{obj: p, target: t})
 	}
-	return objs, nil
+	return out, nil
+}
+
+func key(o v1alpha1.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
 }
