@@ -76,6 +76,7 @@ func Preview(ctx context.Context, r Runner, objs []v1alpha1.Object, opts Options
 	if n <= 0 {
 		n = 4
 	}
+	ctx = runner.WithReadMemo(ctx) // each parent stack is read once for the whole report
 	entries := make([]Entry, len(objs))
 	var (
 		mu   sync.Mutex

@@ -13,7 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
@@ -92,6 +95,41 @@ func HashOutputs(h hash.Hash, stack string, outs program.Outputs) {
 	}
 }
 
+// inputsSpecDigest is a digest of the spec with every localPath's value left out: where a
+// door keeps a local source is not an input (the CLI snapshots it under its state directory,
+// the operator reads it in place), its files are (addSources). "" when a path cannot be
+// followed: no proof then.
+func inputsSpecDigest(obj v1alpha1.Object) (string, error) {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return "", err
+	}
+	for _, src := range obj.Sources() {
+		if src.Kind != v1alpha1.SourceLocalPath {
+			continue
+		}
+		parts := strings.Split(src.Path.String(), ".")
+		m := u
+		for _, k := range parts[:len(parts)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				return "", nil
+			}
+			m = next
+		}
+		if _, ok := m[parts[len(parts)-1]].(string); !ok {
+			return "", nil
+		}
+		m[parts[len(parts)-1]] = "(local)"
+	}
+	b, err := json.Marshal(u["spec"])
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), nil
+}
+
 // maxLocalSource bounds the bytes of a local source hashed for the inputs digest: a larger one
 // leaves its object without a proof (it is previewed for real).
 const maxLocalSource = 64 << 20
@@ -149,8 +187,27 @@ type recordingEngine struct {
 	in *inputs
 }
 
+func (e recordingEngine) Status(ctx context.Context, stack string) (*engine.StackStatus, error) {
+	if m := memoOf(ctx); m != nil {
+		r := m.read(stack)
+		r.status.Do(func() { r.st, r.stErr = e.Engine.Status(ctx, stack) })
+		return r.st, r.stErr
+	}
+	return e.Engine.Status(ctx, stack)
+}
+
 func (e recordingEngine) Outputs(ctx context.Context, stack string) (program.Outputs, error) {
-	out, err := e.Engine.Outputs(ctx, stack)
+	var (
+		out program.Outputs
+		err error
+	)
+	if m := memoOf(ctx); m != nil {
+		r := m.read(stack)
+		r.outputs.Do(func() { r.out, r.outErr = e.Engine.Outputs(ctx, stack) })
+		out, err = r.out, r.outErr
+	} else {
+		out, err = e.Engine.Outputs(ctx, stack)
+	}
 	if err == nil {
 		h := sha256.New()
 		HashOutputs(h, stack, out)
@@ -173,8 +230,8 @@ func (r *Runner) recording(in *inputs) kinds.Parents {
 // recording into in; "" when they cannot all be known (a manifest URL's content). The cluster's Kubernetes version counts for every kind (the provider's
 // behaviour follows it), so it is read here when the programs did not.
 func (r *Runner) inputsDigest(ctx context.Context, obj v1alpha1.Object, in *inputs) (string, error) {
-	spec, err := SpecDigest(obj)
-	if err != nil {
+	spec, err := inputsSpecDigest(obj)
+	if err != nil || spec == "" {
 		return "", err
 	}
 	if _, err := (ownershipParents{r: r, in: in}).KubeVersion(ctx); err != nil {
@@ -256,4 +313,43 @@ func untouchedSince(last *engine.HistoryEntry) bool {
 		return true
 	}
 	return false
+}
+
+// A read memo makes the parent reads of many Unchanged calls one per parent stack: a fleet
+// preview of a cluster's hundred tenants reads the cluster's outputs once (decrypting a
+// stack's secrets is most of a proof's time), not a hundred times. It lives as long as the
+// context, so the answers are of one moment, as a report is.
+type readMemo struct {
+	mu    sync.Mutex
+	reads map[string]*memoRead
+}
+
+type memoRead struct {
+	status, outputs sync.Once
+	st              *engine.StackStatus
+	out             program.Outputs
+	stErr, outErr   error
+}
+
+type memoKey struct{}
+
+// WithReadMemo returns ctx with a read memo for the Unchanged calls made under it.
+func WithReadMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, memoKey{}, &readMemo{reads: map[string]*memoRead{}})
+}
+
+func memoOf(ctx context.Context) *readMemo {
+	m, _ := ctx.Value(memoKey{}).(*readMemo)
+	return m
+}
+
+func (m *readMemo) read(stack string) *memoRead {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.reads[stack]
+	if r == nil {
+		r = &memoRead{}
+		m.reads[stack] = r
+	}
+	return r
 }

@@ -189,3 +189,27 @@ func TestUnchangedFollowsLocalSources(t *testing.T) {
 	_, err = treeDigest(dir, 4)
 	require.Error(t, err, "over the size bound")
 }
+
+// Under a read memo a parent stack is read once for many proofs, and the answers are the same.
+func TestReadMemoReadsEachParentOnce(t *testing.T) {
+	fl := newFleet(t)
+	r := fl.runner()
+	ctx := context.Background()
+	for _, n := range []string{"b", "c"} {
+		_, err := r.Up(ctx, tenant(n, v1alpha1.TenantEnterprise), operatorOp)
+		require.NoError(t, err)
+	}
+	fl.f.Reset()
+	memo := WithReadMemo(ctx)
+	for _, n := range []string{"acme", "b", "c"} {
+		ok, err := r.Unchanged(memo, tenant(n, v1alpha1.TenantEnterprise))
+		require.NoError(t, err)
+		assert.True(t, ok, n)
+	}
+	assert.Equal(t, []string{"outputs cluster.main"}, fl.f.CallsOf(engine.OpOutputs), "the cluster's outputs, once")
+	fl.f.Reset()
+	for _, n := range []string{"acme", "b"} {
+		assert.True(t, unchanged(t, r, tenant(n, v1alpha1.TenantEnterprise)))
+	}
+	assert.Len(t, fl.f.CallsOf(engine.OpOutputs), 2, "without the memo, once per proof")
+}
