@@ -13,6 +13,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine/enginetest"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
 
@@ -93,8 +94,6 @@ func TestUnchangedFollowsEveryInput(t *testing.T) {
 			}},
 		"the Kubernetes version": {func() v1alpha1.Object { return tenant("acme", v1alpha1.TenantEnterprise) },
 			func(fl *fleet) { fl.kube.version = "v1.38.0" }},
-		"the namespace's ownership": {func() v1alpha1.Object { return tenant("acme", v1alpha1.TenantEnterprise) },
-			func(fl *fleet) { fl.kube.ns["acme"] = map[string]string{stacks.AnnotationOwner: "tenant.team.acme"} }},
 		"the API server's addresses (a cluster input)": {func() v1alpha1.Object { return cluster() },
 			func(fl *fleet) { fl.kube.api = stacks.APIServer{Ports: []int32{6443}} }},
 		"a failed up since": {func() v1alpha1.Object { return tenant("acme", v1alpha1.TenantEnterprise) },
@@ -212,4 +211,18 @@ func TestReadMemoReadsEachParentOnce(t *testing.T) {
 		assert.True(t, unchanged(t, r, tenant(n, v1alpha1.TenantEnterprise)))
 	}
 	assert.Len(t, fl.f.CallsOf(engine.OpOutputs), 2, "without the memo, once per proof")
+}
+
+// The namespace counts by the decision on it: absent before the first up and marked as the
+// stack's after it make the same resources, so the first up proves; taken by another stack,
+// the proof is refused as the preview would be.
+func TestUnchangedFollowsTheNamespaceDecision(t *testing.T) {
+	fl := newFleet(t)
+	ctx := context.Background()
+	fl.kube.ns["acme"] = map[string]string{stacks.AnnotationOwner: "tenant.team.acme"} // the up made it
+	assert.True(t, unchanged(t, fl.runner(), tenant("acme", v1alpha1.TenantEnterprise)))
+	fl.kube.ns["acme"] = map[string]string{stacks.AnnotationOwner: "tenant.other.x"}
+	_, err := fl.runner().Unchanged(ctx, tenant("acme", v1alpha1.TenantEnterprise))
+	require.ErrorIs(t, err, kinds.ErrInvalid)
+	assert.Contains(t, err.Error(), "belongs to tenant stack tenant.other.x")
 }

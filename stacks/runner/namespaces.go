@@ -62,7 +62,7 @@ func (p ownershipParents) Namespace(ctx context.Context, name, stack string) (*s
 			}
 		}
 	}
-	p.in.addJSON("namespace "+name, st)
+	p.in.add("namespace "+name, namespaceInput(name, stack, st))
 	return st, nil
 }
 
@@ -124,4 +124,18 @@ func (k *kubeNamespaces) GetNamespace(ctx context.Context, name string) (bool, m
 		return false, nil, err
 	}
 	return true, ns.Annotations, nil
+}
+
+// namespaceInput is what a program's resources take from the namespace read: the decision on
+// it, where "create" (before the first up) and "ours" (after it) make the same resources, so a
+// stack's first up proves as well as any later one.
+func namespaceInput(name, stack string, st *stacks.NamespaceState) string {
+	d, err := stacks.DecideNamespace(name, stack, st)
+	switch {
+	case err != nil:
+		return "refused"
+	case d == stacks.NamespaceCreate:
+		return string(stacks.NamespaceOurs)
+	}
+	return string(d)
 }
