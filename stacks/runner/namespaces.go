@@ -108,6 +108,10 @@ func newKubeNamespaces(kubeconfig, kubeContext string) (*kubeNamespaces, error) 
 	if err != nil {
 		return nil, fmt.Errorf("cluster access: %w", err)
 	}
+	// client-go's default client-side limit (5 requests/s, bursts of 10) made a fleet
+	// preview of 100 tenants wait 18 s on its namespace reads alone (0.5 s of CPU); the API
+	// server's own priority and fairness is the limit that matters.
+	cfg.QPS, cfg.Burst = 50, 100
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
