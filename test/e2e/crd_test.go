@@ -54,19 +54,26 @@ func TestCRDsWithKubectl(t *testing.T) {
 
 	out, err = kubectl(t, cp, "", "get", "tfrclusters")
 	require.NoError(t, err, out)
-	require.Regexp(t, `NAME\s+DOMAIN\s+INGRESS\s+READY\s+REASON\s+AGE`, out)
+	require.Regexp(t, `NAME\s+DOMAIN\s+INGRESS\s+READY\s+REASON\s+SUSPENDED\s+AGE`, out)
 	require.Regexp(t, `dev\s+tfrobot\.local\s+NodePort`, out)
 
 	out, err = kubectl(t, cp, "", "get", "tfrt", "-n", "tfrs-system")
 	require.NoError(t, err, out)
-	require.Regexp(t, `NAME\s+TYPE\s+JOB\s+NAMESPACE\s+READY\s+REASON\s+AGE`, out)
+	require.Regexp(t, `NAME\s+TYPE\s+JOB\s+NAMESPACE\s+READY\s+REASON\s+SUSPENDED\s+AGE`, out)
 	require.Regexp(t, `acme\s+enterprise`, out)
 	require.Regexp(t, `chat\s+personal\s+chat`, out)
 
 	out, err = kubectl(t, cp, "", "get", "tfrsv", "-n", "tfrs-system")
 	require.NoError(t, err, out)
-	require.Regexp(t, `NAME\s+TENANT\s+ROBOT\s+TYPE\s+READY\s+REASON\s+AGE`, out)
+	require.Regexp(t, `NAME\s+TENANT\s+ROBOT\s+TYPE\s+READY\s+REASON\s+SUSPENDED\s+AGE`, out)
 	require.Regexp(t, `helper-bot\s+acme\s+helper-bot\s+chat`, out)
+
+	// spec.suspend shows in its column.
+	out, err = kubectl(t, cp, "", "patch", "tfrtenant", "acme", "-n", "tfrs-system", "--type", "merge", "-p", `{"spec":{"suspend":true}}`)
+	require.NoError(t, err, out)
+	out, err = kubectl(t, cp, "", "get", "tfrt", "acme", "-n", "tfrs-system")
+	require.NoError(t, err, out)
+	require.Regexp(t, `acme\s+enterprise\s+.*\btrue\b`, out)
 
 	// One `kubectl get` over the category lists all three kinds.
 	out, err = kubectl(t, cp, "", "get", "tfrs", "-A")
