@@ -186,7 +186,7 @@ func outputsDigest(out *runner.Outcome) string {
 		if s.Result == nil {
 			continue
 		}
-		writeOutputs(h, s.Stack, s.Result.Outputs)
+		runner.HashOutputs(h, s.Stack, s.Result.Outputs)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -194,16 +194,8 @@ func outputsDigest(out *runner.Outcome) string {
 // digestOf is outputsDigest for outputs read from the engine (a parent made over HTTP).
 func digestOf(stack string, outs program.Outputs) string {
 	h := sha256.New()
-	writeOutputs(h, stack, outs)
+	runner.HashOutputs(h, stack, outs)
 	return hex.EncodeToString(h.Sum(nil))[:16]
-}
-
-func writeOutputs(h interface{ Write([]byte) (int, error) }, stack string, outs program.Outputs) {
-	fmt.Fprintf(h, "stack %q\n", stack)
-	for _, k := range outs.Keys() {
-		b, _ := json.Marshal(outs[k].Reveal())
-		fmt.Fprintf(h, "%q=%s\n", k, b)
-	}
 }
 
 // combineDigests folds the digests of several parents into one ("" for none).

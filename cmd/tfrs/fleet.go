@@ -224,16 +224,9 @@ func (f *fleetFlags) clusterObjects(ctx context.Context) ([]prepared, error) {
 	for _, o := range objs {
 		t, p, err := kinds.Prepare(o)
 		if err != nil {
-			return nil, fmt.Errorf("--from-cluster: %s %s: %w", o.KindName(), key(o), err)
+			return nil, fmt.Errorf("--from-cluster: %s: %w", kinds.Target{Kind: o.KindName(), Namespace: o.GetNamespace(), Name: o.GetName()}, err)
 		}
 		out = append(out, prepared{obj: p, target: t})
 	}
 	return out, nil
-}
-
-func key(o v1alpha1.Object) string {
-	if o.GetNamespace() == "" {
-		return o.GetName()
-	}
-	return o.GetNamespace() + "/" + o.GetName()
 }

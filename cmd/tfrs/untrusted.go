@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/internal/confine"
 	"github.com/tfrs-io/tfrs-operator/internal/sourcepolicy"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // The untrusted-inputs mode (`tfrs preview --untrusted`, `tfrs render --untrusted`, or
@@ -102,7 +102,7 @@ func absLocalSources(c *confine.Confiner, objs []prepared) error {
 			if err != nil {
 				return err
 			}
-			if err := setField(p.obj, s.Path, abs); err != nil {
+			if err := kinds.SetSourceField(p.obj, s.Path, abs); err != nil {
 				return err
 			}
 		}
@@ -140,7 +140,7 @@ func confineSources(c *confine.Confiner, objs []prepared) error {
 				errs = append(errs, field.Forbidden(s.Path, err.Error()))
 				continue
 			}
-			if err := setField(p.obj, s.Path, out); err != nil {
+			if err := kinds.SetSourceField(p.obj, s.Path, out); err != nil {
 				return err
 			}
 		}
@@ -149,26 +149,6 @@ func confineSources(c *confine.Confiner, objs []prepared) error {
 		}
 	}
 	return nil
-}
-
-// setField sets the string at path (a field path of v1alpha1.Object.Sources: names only, no
-// indexes) in obj, through its unstructured form, so no per-kind code names the fields.
-func setField(obj v1alpha1.Object, path *field.Path, value string) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
-	}
-	parts := strings.Split(path.String(), ".")
-	m := u
-	for _, k := range parts[:len(parts)-1] {
-		next, ok := m[k].(map[string]any)
-		if !ok {
-			return fmt.Errorf("%s: not an object in %s", k, path)
-		}
-		m = next
-	}
-	m[parts[len(parts)-1]] = value
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(u, obj)
 }
 
 // inputRun is what a stack command's inputs became: the prepared objects, and in the

@@ -13,6 +13,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 const fakePassphrase = "pr-preview-passphrase-3f9c1d"
@@ -151,7 +152,7 @@ func TestSetFieldReachesEverySource(t *testing.T) {
 			if s.Kind == v1alpha1.SourceSecretRef {
 				continue
 			}
-			require.NoError(t, setField(obj, s.Path, "/new/"+s.Path.String()))
+			require.NoError(t, kinds.SetSourceField(obj, s.Path, "/new/"+s.Path.String()))
 			n++
 		}
 		for _, s := range obj.Sources() {

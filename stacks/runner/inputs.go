@@ -8,17 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/runtime"
-
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/internal/confine"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
@@ -52,6 +46,13 @@ func (in *inputs) add(what, digest string) {
 		in.reads = map[string]string{}
 	}
 	in.reads[what] = digest
+}
+
+func (in *inputs) has(what string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	_, ok := in.reads[what]
+	return ok
 }
 
 // addJSON records a value that holds no secret (or only SecretString, whose JSON hides it:
@@ -95,44 +96,30 @@ func HashOutputs(h hash.Hash, stack string, outs program.Outputs) {
 	}
 }
 
-// inputsSpecDigest is a digest of the spec with every localPath's value left out: where a
-// door keeps a local source is not an input (the CLI snapshots it under its state directory,
-// the operator reads it in place), its files are (addSources). "" when a path cannot be
-// followed: no proof then.
+// inputsSpecDigest is SpecDigest with every localPath's value left out: where a door keeps a
+// local source is not an input (the CLI snapshots it under its state directory, the operator
+// reads it in place), its files are (addSources). "" when a path cannot be set: no proof then.
 func inputsSpecDigest(obj v1alpha1.Object) (string, error) {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return "", err
-	}
-	for _, src := range obj.Sources() {
-		if src.Kind != v1alpha1.SourceLocalPath {
-			continue
-		}
-		parts := strings.Split(src.Path.String(), ".")
-		m := u
-		for _, k := range parts[:len(parts)-1] {
-			next, ok := m[k].(map[string]any)
-			if !ok {
+	blank := obj.DeepCopyObject().(v1alpha1.Object)
+	for _, src := range blank.Sources() {
+		if src.Kind == v1alpha1.SourceLocalPath {
+			if err := kinds.SetSourceField(blank, src.Path, "(local)"); err != nil {
 				return "", nil
 			}
-			m = next
 		}
-		if _, ok := m[parts[len(parts)-1]].(string); !ok {
-			return "", nil
-		}
-		m[parts[len(parts)-1]] = "(local)"
 	}
-	b, err := json.Marshal(u["spec"])
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16]), nil
+	return SpecDigest(blank)
 }
 
-// maxLocalSource bounds the bytes of a local source hashed for the inputs digest: a larger one
-// leaves its object without a proof (it is previewed for real).
-const maxLocalSource = 64 << 20
+// localReader reads local sources (relative paths from the working directory, as the
+// programs resolve them).
+var localReader = func() *confine.Confiner {
+	c, err := confine.New(confine.Trusted, "", "")
+	if err != nil {
+		panic("runner: no working directory: " + err.Error())
+	}
+	return c
+}()
 
 // addSources records what the spec's sources hold beyond their names: the files of a local
 // path. A pinned chart (repository and version) is named by its fields; a manifest URL is not
@@ -143,42 +130,16 @@ func (in *inputs) addSources(obj v1alpha1.Object) (bool, error) {
 		case v1alpha1.SourceManifestURL:
 			return false, nil
 		case v1alpha1.SourceLocalPath:
-			d, err := treeDigest(src.Value, maxLocalSource)
+			// Read as the CLI reads a local source to snapshot it (confine's trusted rules and
+			// bounds); the digest is the one that names its snapshot.
+			snap, err := localReader.Read(src.Value)
 			if err != nil {
 				return false, nil // unreadable here: the preview says why
 			}
-			in.add("local "+src.Path.String(), d)
+			in.add("local "+src.Path.String(), snap.Digest())
 		}
 	}
 	return true, nil
-}
-
-// treeDigest hashes a file, or a directory's files (names and contents, in order), up to limit
-// bytes.
-func treeDigest(root string, limit int64) (string, error) {
-	h := sha256.New()
-	var total int64
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
-		rel, _ := filepath.Rel(root, p)
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fmt.Fprintf(h, "%q\n", filepath.ToSlash(rel))
-		n, err := io.Copy(h, io.LimitReader(f, limit-total+1))
-		if total += n; total > limit {
-			return fmt.Errorf("%s: more than %d bytes", root, limit)
-		}
-		return err
-	})
-	return hex.EncodeToString(h.Sum(nil)), err
 }
 
 // recordingEngine records the outputs of every stack the programs' parents are read from.
@@ -234,8 +195,10 @@ func (r *Runner) inputsDigest(ctx context.Context, obj v1alpha1.Object, in *inpu
 	if err != nil || spec == "" {
 		return "", err
 	}
-	if _, err := (ownershipParents{r: r, in: in}).KubeVersion(ctx); err != nil {
-		return "", err
+	if !in.has("kube-version") { // a cluster's programs read it already
+		if _, err := (ownershipParents{r: r, in: in}).KubeVersion(ctx); err != nil {
+			return "", err
+		}
 	}
 	if ok, err := in.addSources(obj); !ok || err != nil {
 		return "", err // no proof

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
+	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 )
 
 // ErrSuspended: the object's spec.suspend is true, so no operation may start on its stacks.
@@ -12,12 +13,11 @@ var ErrSuspended = errors.New("suspended")
 
 // SuspendedError refuses an operation on a suspended object.
 type SuspendedError struct {
-	Kind v1alpha1.Kind
-	Name string // namespace/name, or the name of a cluster
+	Object kinds.Target // names the object only: its stacks are not looked at
 }
 
 func (e *SuspendedError) Error() string {
-	return fmt.Sprintf("%s %s is suspended (spec.suspend: true): no operation runs on it until spec.suspend is cleared", e.Kind, e.Name)
+	return fmt.Sprintf("%s is suspended (spec.suspend: true): no operation runs on it until spec.suspend is cleared", e.Object)
 }
 
 // Is makes errors.Is(err, ErrSuspended) true.
@@ -32,9 +32,5 @@ func CheckSuspended(obj v1alpha1.Object) error {
 	if !obj.Suspended() {
 		return nil
 	}
-	name := obj.GetName()
-	if ns := obj.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	return &SuspendedError{Kind: obj.KindName(), Name: name}
+	return &SuspendedError{Object: kinds.Target{Kind: obj.KindName(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
 }

@@ -39,7 +39,7 @@ func TestSuspendedObjectsReachNoStack(t *testing.T) {
 				require.ErrorIs(t, err, ErrSuspended, "%s %s via %q", o.KindName(), name, door)
 				var se *SuspendedError
 				require.ErrorAs(t, err, &se)
-				assert.Equal(t, o.KindName(), se.Kind)
+				assert.Equal(t, o.KindName(), se.Object.Kind)
 				assert.Contains(t, err.Error(), "spec.suspend")
 				assert.Empty(t, f.Calls(), "%s %s via %q reached the engine", o.KindName(), name, door)
 
