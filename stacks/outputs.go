@@ -449,6 +449,10 @@ const (
 	// TenantOutputOwnerShare is a personal job type's owner share as JSON (OwnerShare;
 	// ownershare.go), "" for none.
 	TenantOutputOwnerShare = "ownerShare"
+	// TenantOutputDeletionPolicy is the deletion policy of the tenant's data: the tenant's
+	// spec.deletionPolicy, or for a personal tenant its job type's (TFRCluster.spec.personal).
+	// Under Delete a personal robot's data goes with the robot (purge.go).
+	TenantOutputDeletionPolicy = "deletionPolicy"
 )
 
 // TenantOutputs are the tenant stack's outputs, typed: what a server needs to connect, and
@@ -490,6 +494,8 @@ type TenantOutputs struct {
 	SharedCacheClaim, SharedCacheDir string
 	// OwnerShare is "" from a tenant without one and from a stack made before the output.
 	OwnerShare OptionalString
+	// DeletionPolicy is "" from a stack made before the output (Retain).
+	DeletionPolicy OptionalString
 }
 
 func (o *TenantOutputs) fields() outputTable {
@@ -518,7 +524,7 @@ func (o *TenantOutputs) fields() outputTable {
 		bind(TenantOutputGrafanaAdminSecret, &o.GrafanaAdminSecret),
 		bind(TenantOutputVectorEndpoint, &o.VectorEndpoint), bind(TenantOutputFrontURL, &o.FrontURL),
 		bind(TenantOutputSharedCacheClaim, &o.SharedCacheClaim), bind(TenantOutputSharedCacheDir, &o.SharedCacheDir),
-		bind(TenantOutputOwnerShare, &o.OwnerShare),
+		bind(TenantOutputOwnerShare, &o.OwnerShare), bind(TenantOutputDeletionPolicy, &o.DeletionPolicy),
 	}
 }
 

@@ -105,6 +105,9 @@ type ServerInput struct {
 	// Graph, when set, receives the components as the program registers them (see
 	// ServerGraph).
 	Graph *Graph
+	// Purge, for a personal robot being deleted under its job type's deletionPolicy Delete,
+	// is the stage of the removal of its data (purge.go); PurgeNone for every other run.
+	Purge PurgeStage
 }
 
 // Server is the server stack's program.
@@ -162,6 +165,9 @@ func serverProgram(ctx *pulumi.Context, in ServerInput) (pulumi.Map, error) {
 	}
 	if err := (ownership{stack: p.robot.Owner}).register(ctx); err != nil {
 		return nil, err
+	}
+	if in.Purge != PurgeNone {
+		return registerPurge(ctx, s, p, in.Purge)
 	}
 	return registerServer(ctx, s, p, in.Graph)
 }
@@ -367,20 +373,28 @@ func (p *serverPlan) confzTOML(c *robotCredentials) pulumi.StringOutput {
 	return pulumi.ToSecret(toml).(pulumi.StringOutput)
 }
 
+// bindHashKey sets the key of every content hash the robot publishes (content names, the
+// checksum): one generated credential of this stack, so names stay stable run after run and
+// differ from every other stack's.
+func (p *serverPlan) bindHashKey(ctx *pulumi.Context) (pulumi.StringOutput, error) {
+	key, err := program.Credential(ctx, CredentialContentHashKey, program.WithLength(64))
+	if err != nil {
+		return pulumi.StringOutput{}, err
+	}
+	p.robot.HashKey = key
+	return key, nil
+}
+
 // registerServer registers the components in step order and returns the outputs.
 func registerServer(ctx *pulumi.Context, s *v1alpha1.TFRServer, p *serverPlan, g *Graph) (pulumi.Map, error) {
 	creds, err := p.credentials(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The key of every content hash the robot publishes (content names, the checksum): one
-	// generated credential of this stack, so names stay stable run after run and differ
-	// from every other stack's.
-	key, err := program.Credential(ctx, CredentialContentHashKey, program.WithLength(64))
+	key, err := p.bindHashKey(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p.robot.HashKey = key
 	r := &serverRegistrar{ctx: ctx, spec: &s.Spec, p: p, creds: creds, env: map[string]string{}}
 	r.toml = p.confzTOML(creds)
 	if r.checksum, err = server.ChecksumOf(key, s.Spec.SecretData, s.Spec.ConfigData, r.toml); err != nil {

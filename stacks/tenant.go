@@ -265,6 +265,14 @@ func planTenant(t *v1alpha1.TFRTenant, c TenantCluster) (*tenantPlan, error) {
 	return p, nil
 }
 
+// deletionPolicy is the policy the plan applies (TenantOutputDeletionPolicy).
+func (p *tenantPlan) deletionPolicy() v1alpha1.DeletionPolicy {
+	if p.retain {
+		return v1alpha1.DeletionRetain
+	}
+	return v1alpha1.DeletionDelete
+}
+
 func (p *tenantPlan) image(img string) string {
 	if p.images == nil {
 		return img

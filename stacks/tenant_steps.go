@@ -21,7 +21,8 @@ import (
 // registerTenant registers the components in step order and returns the outputs.
 func registerTenant(ctx *pulumi.Context, t *v1alpha1.TFRTenant, p *tenantPlan, g *Graph) (pulumi.Map, error) {
 	r := &tenantRegistrar{ctx: ctx, t: t, spec: &t.Spec, p: p, pull: p.pullSecretName()}
-	r.out = newExports((&TenantOutputs{Namespace: p.namespace, TenantType: string(t.Spec.Type), JobType: t.Spec.JobType, OwnerShare: p.ownerShare}).fields())
+	r.out = newExports((&TenantOutputs{Namespace: p.namespace, TenantType: string(t.Spec.Type), JobType: t.Spec.JobType, OwnerShare: p.ownerShare,
+		DeletionPolicy: OptionalString(p.deletionPolicy())}).fields())
 	b := newGraphBuilder(g, tenantGraphDeps(&t.Spec))
 	b.addExternal(tenantExternal)
 	if err := b.register(r.steps()); err != nil {

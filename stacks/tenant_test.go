@@ -303,7 +303,7 @@ func TestTenantEnterprise(t *testing.T) {
 	rmqPass := out[TenantOutputRabbitMQPassword].(string)
 	check(t, "outputs", out, map[string]any{
 		TenantOutputNamespace: "acme", TenantOutputTenantType: "enterprise", TenantOutputJobType: "",
-		TenantOutputSharedStack: "", TenantOutputPullSecretName: "ccr-pull-secret", TenantOutputOwnerShare: "",
+		TenantOutputSharedStack: "", TenantOutputPullSecretName: "ccr-pull-secret", TenantOutputOwnerShare: "", TenantOutputDeletionPolicy: "Retain",
 		TenantOutputPostgresHost: "acme-pg-rw", TenantOutputPostgresPort: 5432, TenantOutputPostgresDatabase: "acme",
 		TenantOutputPostgresUser: "app_user", TenantOutputPostgresPassword: out[TenantOutputPostgresPassword],
 		TenantOutputPostgresCredentialsSecret: "acme-pg-credentials",

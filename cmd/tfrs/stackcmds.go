@@ -180,17 +180,17 @@ func (f *stackCmdFlags) run(cmd *cobra.Command, a *app, op engine.OpKind) error 
 	}
 	defer in.close()
 	objs := in.objs
-	if op == engine.OpDestroy && f.failOnDataLoss {
-		// A destroy cannot be previewed; what it deletes is decided by the deletion policy.
-		if err := refuseDestroyingData(objs); err != nil {
-			return err
-		}
-	}
 	rn, closeRunner, err := openRunner(ctx, &f.stack)
 	if err != nil {
 		return err
 	}
 	defer closeRunner()
+	if op == engine.OpDestroy && f.failOnDataLoss {
+		// A destroy cannot be previewed; what it deletes is decided by the deletion policy.
+		if err := refuseDestroyingData(ctx, rn, objs); err != nil {
+			return err
+		}
+	}
 	prog := newProgress(os.Stderr, f.progress, a.palette(os.Stderr))
 	s := &stackRun{op: op, flags: f, runner: rn, sink: in.scrub.sink(prog.sink())}
 	reports, runErr := s.run(ctx, objs)
@@ -211,12 +211,18 @@ var openRunner = func(ctx context.Context, f *stackFlags) (*runner.Runner, func(
 	return rn, func() { _ = eng.Close() }, nil
 }
 
-// refuseDestroyingData stops a guarded destroy of a tenant whose deletionPolicy is Delete:
-// under Retain the data objects stay in the cluster, under Delete they go with the stack.
-func refuseDestroyingData(objs []prepared) error {
+// refuseDestroyingData stops a guarded destroy of a tenant whose deletionPolicy is Delete
+// (under Retain the data objects stay in the cluster, under Delete they go with the stack),
+// and of a personal robot whose job type's deletionPolicy is Delete (its data is removed
+// first: runner.PurgesRobotData).
+func refuseDestroyingData(ctx context.Context, rn *runner.Runner, objs []prepared) error {
 	var names []string
 	for _, p := range objs {
-		if p.obj.DataDeletionPolicy() == v1alpha1.DeletionDelete {
+		purges, err := rn.PurgesRobotData(ctx, p.obj)
+		if err != nil {
+			return err
+		}
+		if purges || p.obj.DataDeletionPolicy() == v1alpha1.DeletionDelete {
 			names = append(names, p.target.String())
 		}
 	}

@@ -58,6 +58,10 @@ type jobContainer struct {
 	// them. A container that runs an image TFRS does not control (the robot's own) lists only
 	// its own files, so it never sees another container's credentials (see DBInit).
 	Files []string `json:"files,omitempty"`
+	// NoSecret mounts none of the Job's Secret (Files is ignored).
+	NoSecret bool `json:"noSecret,omitempty"`
+	// Cache mounts the pod's Cache (the data purge's view of the shared cache).
+	Cache bool `json:"cache,omitempty"`
 }
 
 // jobPod is a Job's pod: Init runs in order before Main. Every container has the Job's
@@ -71,6 +75,8 @@ type jobPod struct {
 	ServiceAccount string `json:"serviceAccount,omitempty"`
 	APIToken       bool   `json:"apiToken,omitempty"`
 	PullSecret     string `json:"pullSecret,omitempty"`
+	// Cache is the shared cache, for the containers that set Cache; nil: none.
+	Cache *jobCache `json:"cache,omitempty"`
 	// Labels of the pod (Robot.podLabels), set by newJob: hashed with the rest, since a Job's
 	// template cannot change under the same name.
 	Labels map[string]string `json:"labels,omitempty"`
@@ -138,7 +144,7 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 		RestartPolicy:    pulumi.String("Never"),
 		ImagePullSecrets: kit.PullSecrets(pod.PullSecret),
 		Volumes:          pod.volumes(secretName),
-		Containers:       corev1.ContainerArray{pod.Main.args(secretName)},
+		Containers:       corev1.ContainerArray{pod.Main.args(secretName, pod.Cache)},
 		// Pod Security restricted, as every pod in a tenant namespace: the robot image and
 		// the helper images (psql, mc, curl) all run as TFRS's non-root user.
 		SecurityContext: podsec.PodArgs(podsec.TFRobot),
@@ -146,7 +152,7 @@ func newJob(ctx *pulumi.Context, parent pulumi.Resource, name string, r Robot, k
 	if len(pod.Init) > 0 {
 		var init corev1.ContainerArray
 		for _, c := range pod.Init {
-			init = append(init, c.args(secretName))
+			init = append(init, c.args(secretName, pod.Cache))
 		}
 		podSpec.InitContainers = init
 	}
@@ -193,6 +199,9 @@ func (p jobPod) volumes(secret pulumi.StringInput) corev1.VolumeArray {
 	var out corev1.VolumeArray
 	all := false
 	for _, c := range append(slices.Clone(p.Init), p.Main) {
+		if c.NoSecret {
+			continue
+		}
 		if c.Files == nil {
 			all = true
 			continue
@@ -212,6 +221,9 @@ func (p jobPod) volumes(secret pulumi.StringInput) corev1.VolumeArray {
 			Secret: &corev1.SecretVolumeSourceArgs{SecretName: secret},
 		}}, out...)
 	}
+	if p.Cache != nil {
+		out = append(out, p.Cache.volume())
+	}
 	return out
 }
 
@@ -223,8 +235,9 @@ func (c jobContainer) volume() string {
 	return "job-" + c.Name
 }
 
-// args is the container's Kubernetes form, reading SecretEnv from the Job's Secret.
-func (c jobContainer) args(secret pulumi.StringInput) corev1.ContainerArgs {
+// args is the container's Kubernetes form, reading SecretEnv from the Job's Secret, with
+// the pod's cache mounted when the container asks for it.
+func (c jobContainer) args(secret pulumi.StringInput, cache *jobCache) corev1.ContainerArgs {
 	var env corev1.EnvVarArray
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		env = append(env, corev1.EnvVarArgs{Name: pulumi.String(k), Value: pulumi.String(c.Env[k])})
@@ -237,7 +250,16 @@ func (c jobContainer) args(secret pulumi.StringInput) corev1.ContainerArgs {
 		Name:            pulumi.String(c.Name),
 		Image:           pulumi.String(c.Image),
 		SecurityContext: podsec.ContainerArgs(),
-		VolumeMounts:    corev1.VolumeMountArray{corev1.VolumeMountArgs{Name: pulumi.String(c.volume()), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)}},
+	}
+	var mounts corev1.VolumeMountArray
+	if !c.NoSecret {
+		mounts = append(mounts, corev1.VolumeMountArgs{Name: pulumi.String(c.volume()), MountPath: pulumi.String(JobDir), ReadOnly: pulumi.Bool(true)})
+	}
+	if c.Cache && cache != nil {
+		mounts = append(mounts, cache.mount())
+	}
+	if len(mounts) > 0 {
+		out.VolumeMounts = mounts
 	}
 	if len(env) > 0 {
 		out.Env = env

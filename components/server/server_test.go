@@ -637,6 +637,12 @@ func TestComponentsListTheirChildren(t *testing.T) {
 		RobotWorkerType: func(ctx *pulumi.Context) (pt.ChildLister, error) {
 			return NewRobotWorker(ctx, "robot-worker", &WorkerArgs{Robot: robot, Pod: pod(), Replicas: 1, Checksum: pulumi.String("c")})
 		},
+		DataPurgeType: func(ctx *pulumi.Context) (pt.ChildLister, error) {
+			return NewDataPurge(ctx, "data-purge", &DataPurgeArgs{Robot: personalRobot,
+				Postgres: PurgeLogin{Host: "h", Port: 1, Database: "d", User: "u", Password: secretIn("p")},
+				MinIO:    PurgeLogin{Host: "h", Port: 1, UserSecret: secretIn("u"), Password: secretIn("p")},
+				Redis:    PurgeLogin{Host: "h", Port: 1, Password: secretIn("p")}})
+		},
 	} {
 		t.Run(typ, func(t *testing.T) { pt.AssertChildrenListed(t, typ, create) })
 	}
@@ -649,7 +655,8 @@ func TestScriptsParse(t *testing.T) {
 		t.Fatalf("sh is needed to check the Job scripts: %v", err)
 	}
 	dir := t.TempDir()
-	for name, src := range map[string]string{"minio-init.sh": minioInitScript, "grafana-sa.sh": grafanaSAScript} {
+	for name, src := range map[string]string{"minio-init.sh": minioInitScript, "grafana-sa.sh": grafanaSAScript,
+		"data-purge-minio.sh": purgeMinIOScript, "data-purge-redis.sh": purgeRedisScript, "data-purge-grafana.sh": purgeGrafanaScript} {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
 			t.Fatal(err)

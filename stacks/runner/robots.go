@@ -54,8 +54,12 @@ type WorkloadLister interface {
 	OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error)
 }
 
-// OwnerWorkloads implements kinds.Owners.
+// OwnerWorkloads implements kinds.Owners. Within an up it first takes the owner's lock
+// (ownerlock.go), so what it counts stays true until the up has finished.
 func (p ownershipParents) OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error) {
+	if err := acquireOwner(ctx, namespace+"/"+ownerLabel); err != nil {
+		return nil, err
+	}
 	get, err := p.r.namespaceGetter()
 	if err != nil {
 		return nil, err

@@ -88,6 +88,8 @@ type Runner struct {
 	baseOnce sync.Once // the kubeconfig appliers are derived from (applier.go), found on first use
 	base     *clientcmdapi.Config
 	baseErr  error
+
+	owners ownerLocks // one personal owner's robots come up one at a time (ownerlock.go)
 }
 
 // New returns a Runner over eng.
@@ -177,13 +179,14 @@ func (o *Outcome) Steps() []engine.Step {
 	return steps
 }
 
-// Own returns the result of the object's own stack (nil when it did not run).
+// Own returns the result of the object's own stack (nil when it did not run): its last
+// operation, when it ran several (a destroy that first removed a robot's data).
 func (o *Outcome) Own() *engine.Result {
 	if o == nil {
 		return nil
 	}
-	for _, s := range o.Stacks {
-		if s.Stack == o.Target.Stack {
+	for i := len(o.Stacks) - 1; i >= 0; i-- {
+		if s := o.Stacks[i]; s.Stack == o.Target.Stack {
 			return s.Result
 		}
 	}
@@ -305,6 +308,11 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 		out.add(stack, res)
 		return err
 	}
+	if kind == engine.OpUp {
+		hold := &ownerHold{locks: &r.owners}
+		defer hold.release()
+		ctx = withOwnerHold(ctx, hold)
+	}
 	err = r.applyObject(ctx, t, obj, kind, r.recording(in), run, out)
 	if derr := doorErr(); derr != nil {
 		return nil, derr
@@ -319,7 +327,7 @@ func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 	if err := CheckSuspended(obj); err != nil {
 		return nil, err
 	}
-	t, _, err := kinds.Prepare(obj)
+	t, obj, err := kinds.Prepare(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -334,6 +342,9 @@ func (r *Runner) Destroy(ctx context.Context, obj v1alpha1.Object, op Op) (*Outc
 		return nil, &DependentsError{Stack: t.Stack, Dependents: deps}
 	}
 	out := &Outcome{Target: t}
+	if err := r.purgeRobotData(ctx, t, obj, op, out); err != nil {
+		return out, err
+	}
 	if err := r.destroyStack(ctx, t.Stack, op, out); err != nil {
 		return out, err
 	}

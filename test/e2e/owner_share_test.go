@@ -34,19 +34,9 @@ func TestPersonalOwnerShare(t *testing.T) {
 	cs, err := e.cp.Client()
 	require.NoError(t, err)
 
-	tc := standInCluster(t)
-	tc.Spec.Personal.OwnerShare = v1alpha1.OwnerShare{Robots: ptr.To(int32(2)), CPU: ptr.To(resource.MustParse("1"))}
-	require.Empty(t, tc.Validate())
-	cstack, err := stackname.Cluster(tc.Name)
-	require.NoError(t, err)
-	_, err = e.eng.Up(ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: e.cfg})
-	require.NoError(t, err)
-	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
-	op := runner.Op{Door: engine.ManagedByCLI}
-	for _, owner := range []string{"alice", "bob"} {
-		_, err := run.Up(ctx, serverTenant(t, tc.Name, owner, v1alpha1.TenantPersonal), op)
-		require.NoError(t, err, "personal tenant %s", owner)
-	}
+	run, op := personalJobType(t, e, func(tc *v1alpha1.TFRCluster) {
+		tc.Spec.Personal.OwnerShare = v1alpha1.OwnerShare{Robots: ptr.To(int32(2)), CPU: ptr.To(resource.MustParse("1"))}
+	}, "alice", "bob")
 
 	// robot is owner's robot chat/id whose two workers each hold cpu per replica.
 	robot := func(owner, id, cpu string, apiReplicas int32) *v1alpha1.TFRServer {
@@ -99,4 +89,25 @@ func TestPersonalOwnerShare(t *testing.T) {
 	require.NoError(t, err)
 	_, err = run.Up(ctx, robot("alice", "r-3", "100m", 1), op)
 	require.NoError(t, err, "a destroyed robot no longer counts")
+}
+
+// personalJobType brings the stand-in cluster, changed by edit, up with the real engine, then
+// the personal tenants owners of job type chat through a runner (the path of every door),
+// and returns that runner and the CLI door.
+func personalJobType(t *testing.T, e *env, edit func(*v1alpha1.TFRCluster), owners ...string) (*runner.Runner, runner.Op) {
+	t.Helper()
+	tc := standInCluster(t)
+	edit(tc)
+	require.Empty(t, tc.Validate())
+	cstack, err := stackname.Cluster(tc.Name)
+	require.NoError(t, err)
+	_, err = e.eng.Up(e.ctx, engine.Request{Stack: cstack, Program: stacks.Cluster(stacks.ClusterInput{Cluster: tc}), ManagedBy: engine.ManagedByCLI, Config: e.cfg})
+	require.NoError(t, err)
+	run := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
+	op := runner.Op{Door: engine.ManagedByCLI}
+	for _, owner := range owners {
+		_, err := run.Up(e.ctx, serverTenant(t, tc.Name, owner, v1alpha1.TenantPersonal), op)
+		require.NoError(t, err, "personal tenant %s", owner)
+	}
+	return run, op
 }
