@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/tfrs-io/tfrs-operator/api/v1alpha1"
 	"github.com/tfrs-io/tfrs-operator/stacks"
@@ -91,4 +94,64 @@ func TestOneOwnersRobotsComeUpOneAtATime(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	gate.Open()
 	require.NoError(t, <-first)
+}
+
+// The owner's Lease excludes other processes: a second holder waits until the first
+// releases it, an expired Lease (its holder died) is taken over at once, and a release never
+// deletes a Lease another holder took over.
+func TestOwnerLeaseAcrossProcesses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs := fake.NewClientset()
+	a, b := &kubeNamespaces{c: cs}, &kubeNamespaces{c: cs}
+	const ns, name = "personal-chat", OwnerLeasePrefix + "abc"
+
+	releaseA, err := a.AcquireOwnerLease(ctx, ns, name)
+	require.NoError(t, err)
+	got := make(chan func(), 1)
+	go func() {
+		release, err := b.AcquireOwnerLease(ctx, ns, name)
+		assert.NoError(t, err)
+		got <- release
+	}()
+	select {
+	case <-got:
+		t.Fatal("a second process took the owner's Lease while it is held")
+	case <-time.After(800 * time.Millisecond):
+	}
+	releaseA()
+	var releaseB func()
+	select {
+	case releaseB = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Lease was not taken after its release")
+	}
+	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err)
+	holderB := *l.Spec.HolderIdentity
+
+	// B dies: its Lease stops being renewed. Once expired, C takes it over; B's late release
+	// leaves C's Lease alone.
+	old := metav1.NewMicroTime(time.Now().Add(-2 * ownerLeaseSeconds * time.Second))
+	l.Spec.RenewTime = &old
+	_, err = cs.CoordinationV1().Leases(ns).Update(ctx, l, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	releaseC, err := (&kubeNamespaces{c: cs}).AcquireOwnerLease(ctx, ns, name)
+	require.NoError(t, err)
+	releaseB()
+	l, err = cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(t, err, "the takeover's Lease stays")
+	assert.NotEqual(t, holderB, *l.Spec.HolderIdentity)
+	releaseC()
+	_, err = cs.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "released: %v", err)
+
+	// A wait ends with its context.
+	releaseA, err = a.AcquireOwnerLease(ctx, ns, name)
+	require.NoError(t, err)
+	defer releaseA()
+	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer stop()
+	_, err = b.AcquireOwnerLease(short, ns, name)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }

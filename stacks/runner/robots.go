@@ -57,7 +57,7 @@ type WorkloadLister interface {
 // OwnerWorkloads implements kinds.Owners. Within an up it first takes the owner's lock
 // (ownerlock.go), so what it counts stays true until the up has finished.
 func (p ownershipParents) OwnerWorkloads(ctx context.Context, namespace, ownerLabel string) ([]stacks.Workload, error) {
-	if err := acquireOwner(ctx, namespace+"/"+ownerLabel); err != nil {
+	if err := p.r.holdOwner(ctx, namespace, ownerLabel); err != nil {
 		return nil, err
 	}
 	get, err := p.r.namespaceGetter()

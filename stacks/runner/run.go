@@ -310,7 +310,7 @@ func (r *Runner) apply(ctx context.Context, obj v1alpha1.Object, op Op, kind eng
 	}
 	if kind == engine.OpUp {
 		hold := &ownerHold{locks: &r.owners}
-		defer hold.release()
+		defer hold.done()
 		ctx = withOwnerHold(ctx, hold)
 	}
 	err = r.applyObject(ctx, t, obj, kind, r.recording(in), run, out)

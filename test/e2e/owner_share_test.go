@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,29 @@ func TestPersonalOwnerShare(t *testing.T) {
 	require.NoError(t, err)
 	_, err = run.Up(ctx, robot("alice", "r-3", "100m", 1), op)
 	require.NoError(t, err, "a destroyed robot no longer counts")
+
+	// Two TFRS processes (two runners: no lock in common but the owner's Lease) bring up
+	// alice's last free place at the same moment: exactly one gets it, the other is refused
+	// once the first has finished.
+	_, err = run.Destroy(ctx, robot("alice", "r-3", "100m", 1), op)
+	require.NoError(t, err)
+	errs := make(chan error, 2)
+	for _, id := range []string{"r-4", "r-5"} {
+		other := runner.New(e.eng, runner.Options{Kubeconfig: e.cfg["kubernetes:kubeconfig"].Value})
+		go func() { _, err := other.Up(ctx, robot("alice", id, "100m", 1), op); errs <- err }()
+	}
+	var passed, refusedAtOnce int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			passed++
+		case strings.Contains(err.Error(), "spec.personal.ownerShare.robots"):
+			refusedAtOnce++
+		default:
+			t.Fatalf("unexpected: %v", err)
+		}
+	}
+	require.Equal(t, [2]int{1, 1}, [2]int{passed, refusedAtOnce}, "one robot passes, one is refused")
 }
 
 // personalJobType brings the stand-in cluster, changed by edit, up with the real engine, then
