@@ -24,6 +24,8 @@ import (
 //	POST      …/{name}/apply           update <resource> {name}  (applying a plan is the PUT it stands for)
 //	GET       /v1/operations/{id}[/events]  get <the operation's resource> {name}
 //	POST      /v1/operations/{id}/cancel    the operation's own verb (create, update or delete; update for an apply) on its resource
+//	POST      /v1/fleet/preview        per object, in the handler: get and create <resource>/preview, the others left out
+//	GET/POST  a fleet preview's operation   only the principal that started it (its report was filtered for them)
 //	GET       /metrics                 get on the non-resource URL /metrics
 //
 // <resource> is tfrclusters (cluster-scoped), tfrtenants or tfrservers (in the URL's
@@ -170,6 +172,13 @@ func (s *Server) requestAttributes(c echo.Context) ([]Attributes, error) {
 			return nil, err
 		}
 		op := h.view()
+		if op.Kind == OpFleetPreview {
+			if p := principalOf(c); h.owner() != p {
+				return nil, &ForbiddenError{Principal: p, Attrs: Attributes{Verb: VerbGet, Path: operationPath(op.ID)},
+					Reason: "a fleet preview is visible only to the principal that started it"}
+			}
+			return nil, nil
+		}
 		k := kindByName(op.Resource.Kind)
 		if k == nil {
 			return nil, fmt.Errorf("operation %s of unknown kind %q", op.ID, op.Resource.Kind)

@@ -471,3 +471,6 @@ func serverBody(name string) map[string]any {
 }
 
 const tenantsPath = "/v1/namespaces/tfrs-system/tenants"
+
+// Unchanged proves nothing: every object of a fleet preview is previewed.
+func (f *fake) Unchanged(context.Context, v1alpha1.Object) (bool, error) { return false, nil }

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sync"
 	"time"
+
+	"github.com/tfrs-io/tfrs-operator/stacks/fleet"
 )
 
 // One operation: its kinds and states, what it holds while it runs, its id and its cancel,
@@ -72,6 +74,7 @@ type Operation struct {
 	result          *OperationResult
 	problem         *Problem
 	plan            *OperationPlan
+	fleet           *fleet.Report // a fleet preview's report, set by its work
 	events          []sseEvent
 	eventBytes      int64 // data bytes of events
 	maxEvents       int   // bounds of events: older ones are dropped, and a subscriber that
@@ -104,6 +107,16 @@ func (o *Operation) setPlan(p *OperationPlan) {
 	o.publish("plan", p)
 }
 
+// setFleet keeps a fleet preview's report for the operation's result.
+func (o *Operation) setFleet(r *fleet.Report) {
+	o.mu.Lock()
+	o.fleet = r
+	o.mu.Unlock()
+}
+
+// owner is the principal that started the operation.
+func (o *Operation) owner() string { return o.principal }
+
 // cancel asks a running operation to stop. The engine then interrupts the Pulumi CLI
 // gracefully; what it leaves pending is recovered by the next operation on the stack.
 func (o *Operation) requestCancel() error {
@@ -134,4 +147,6 @@ type opHandle interface {
 	// operation has ended, and a channel that fires when it is worth asking again.
 	since(after int64) (evs []sseEvent, missed int64, done bool, changed <-chan struct{})
 	requestCancel() error
+	// owner is the principal that started it.
+	owner() string
 }

@@ -141,6 +141,8 @@ type remoteOp struct {
 
 func (o *remoteOp) view() OperationView { return o.s.viewOf(&o.rec) }
 
+func (o *remoteOp) owner() string { return o.rec.Principal }
+
 // since re-reads the record, then the events: the owner writes its last events before its
 // final record, so once the record says ended, the events read after it are complete. A
 // backend that does not answer yields nothing this round; the caller asks again after Poll.

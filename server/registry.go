@@ -153,6 +153,7 @@ func (r *registry) finish(op *Operation, out *runner.Outcome, err error) {
 	var p *Problem
 	op.mu.Lock()
 	cancelRequested, shutdown := op.cancelRequested, op.shutdown
+	res.Fleet = op.fleet
 	op.mu.Unlock()
 	var wait *awaitingApproval
 	if errors.As(err, &wait) {

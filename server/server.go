@@ -42,6 +42,9 @@ type Runner interface {
 	Preview(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
 	Destroy(ctx context.Context, obj v1alpha1.Object, op runner.Op) (*runner.Outcome, error)
 	Dependents(ctx context.Context, t kinds.Target) ([]string, error)
+	// Unchanged proves an object's stack unchanged from its recorded inputs (the fleet
+	// preview's short-circuit).
+	Unchanged(ctx context.Context, obj v1alpha1.Object) (bool, error)
 	// Approval is the approval mode obj's runs follow (a personal tenant's: its cluster's).
 	Approval(ctx context.Context, obj v1alpha1.Object) (v1alpha1.ApprovalMode, error)
 }
@@ -288,6 +291,7 @@ func (s *Server) newEcho() *echo.Echo {
 		e.POST(col+"/:name/preview", h.preview, long)
 		e.POST(col+"/:name/apply", h.apply, normal)
 	}
+	e.POST(FleetPreviewPath, s.fleetPreview, normal)
 	e.GET("/v1/operations/:id", s.getOperation, normal)
 	e.GET("/v1/operations/:id/events", s.operationEvents, stream)
 	e.POST("/v1/operations/:id/cancel", s.cancelOperation, normal)

@@ -10,6 +10,7 @@ import (
 	"github.com/tfrs-io/tfrs-operator/stacks"
 	"github.com/tfrs-io/tfrs-operator/stacks/diff"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
+	"github.com/tfrs-io/tfrs-operator/stacks/fleet"
 	"github.com/tfrs-io/tfrs-operator/stacks/kinds"
 	"github.com/tfrs-io/tfrs-operator/stacks/program"
 )
@@ -137,6 +138,8 @@ type OperationResult struct {
 	Changes *diff.Report `json:"changes,omitempty"`
 	// Outputs are the resource's stack outputs after an up; secret values are RedactedValue.
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// Fleet is a fleet preview's report (fleet.go).
+	Fleet *fleet.Report `json:"fleet,omitempty"`
 }
 
 // OperationLinks are the operation's URLs.

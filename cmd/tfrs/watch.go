@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tfrs-io/tfrs-operator/internal/progress"
+	"github.com/tfrs-io/tfrs-operator/server"
 	"github.com/tfrs-io/tfrs-operator/stacks/engine"
 )
 
@@ -153,7 +154,10 @@ type opView struct {
 }
 
 func (v *opView) what() string {
-	res := v.Resource.Kind + " " + v.Resource.Name
+	res := v.Resource.Kind // a fleet preview's resource has no name
+	if v.Resource.Name != "" {
+		res += " " + v.Resource.Name
+	}
 	if v.Resource.Namespace != "" {
 		res = v.Resource.Kind + " " + v.Resource.Namespace + "/" + v.Resource.Name
 	}
@@ -307,6 +311,15 @@ func (w *watcher) dispatch(name, data string) (*opView, error) {
 		var e engine.Event
 		if err := json.Unmarshal([]byte(data), &e); err == nil {
 			w.r.Event(e)
+		}
+	case server.FleetEvent:
+		var p server.FleetProgress
+		if err := json.Unmarshal([]byte(data), &p); err == nil {
+			line := fmt.Sprintf("fleet %d/%d: %s %s", p.Done, p.Total, p.Target, p.Status)
+			if p.Proven {
+				line += " (proven from recorded inputs)"
+			}
+			w.r.Note(line)
 		}
 	case "state":
 		var s struct{ State string }

@@ -54,7 +54,7 @@ func TestWatchFollowsARealOperation(t *testing.T) {
 	sources.LocalRoots = []string{standIns}
 	const token = "watch-it-token-0123456789abcdef"
 	srv := server.New(server.Config{
-		Runner: runner.New(eng, runner.Options{Kubeconfig: string(kubeconfig)}), Engine: eng, Sources: sources,
+		Runner: runner.New(eng, runner.Options{Kubeconfig: string(kubeconfig), Revision: programRevision}), Engine: eng, Sources: sources,
 		Tokens: []server.Token{{Name: "it", Role: server.RoleAdmin, Value: token}},
 		Logger: slog.New(slog.DiscardHandler), HeartbeatInterval: time.Second,
 	})
@@ -118,6 +118,17 @@ func TestWatchFollowsARealOperation(t *testing.T) {
 	require.Regexp(t, `\[cluster\.e2e\] preview started: \d+ resources in the stack`, stderr)
 	require.Regexp(t, `\[cluster\.e2e\]   ok +CertManager cert-manager +\d+/\d+`, stderr)
 	require.Contains(t, stderr, "[cluster.e2e] done: same=")
+
+	// The fleet preview over HTTP, followed by watch: the cluster the API brought up is
+	// proven unchanged from its recorded inputs (its local charts read in place, as the up
+	// read them), without a Pulumi process.
+	loc = apiCall(ctx, t, base, token, http.MethodPost, "/v1/fleet/preview", nil, http.StatusAccepted)
+	mark = time.Now()
+	out = capture(t, &os.Stdout, func() { code = run([]string{"watch", loc, "--api-url", base}) })
+	t.Logf("fleet preview over HTTP: %s", time.Since(mark).Round(100*time.Millisecond))
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "fleet 1/1: TFRCluster e2e unchanged (proven from recorded inputs)")
+	require.Contains(t, out, "(fleet-preview Fleet) succeeded")
 
 	// A failed (here: canceled) operation exits 1 and names what happened.
 	loc = apiCall(ctx, t, base, token, http.MethodDelete, "/v1/clusters/e2e", nil, http.StatusAccepted)

@@ -35,6 +35,9 @@ type Options struct {
 	Full bool
 	// Done, when set, is called after each object (from several goroutines, one at a time).
 	Done func(e Entry, done, total int)
+	// Check, when set, runs first for each object: an error makes the object an error entry
+	// without anything read or previewed (a door's own refusals, such as its source policy).
+	Check func(ctx context.Context, obj v1alpha1.Object) error
 }
 
 // Status is what a fleet preview found for one object.
@@ -91,7 +94,7 @@ func Preview(ctx context.Context, r Runner, objs []v1alpha1.Object, opts Options
 			select {
 			case slots <- struct{}{}:
 				defer func() { <-slots }()
-				entries[i] = one(ctx, r, obj, opts.Full)
+				entries[i] = one(ctx, r, obj, opts)
 			case <-ctx.Done():
 				entries[i] = failed(obj, time.Now(), ctx.Err())
 			}
@@ -108,10 +111,15 @@ func Preview(ctx context.Context, r Runner, objs []v1alpha1.Object, opts Options
 }
 
 // one looks at one object: suspended, proven unchanged, or previewed.
-func one(ctx context.Context, r Runner, obj v1alpha1.Object, full bool) Entry {
+func one(ctx context.Context, r Runner, obj v1alpha1.Object, opts Options) Entry {
 	start := time.Now()
 	if err := ctx.Err(); err != nil {
 		return failed(obj, start, err)
+	}
+	if opts.Check != nil {
+		if err := opts.Check(ctx, obj); err != nil {
+			return failed(obj, start, err)
+		}
 	}
 	t, err := kinds.TargetOf(obj)
 	if err != nil {
@@ -120,7 +128,7 @@ func one(ctx context.Context, r Runner, obj v1alpha1.Object, full bool) Entry {
 	if err := runner.CheckSuspended(obj); err != nil {
 		return Entry{Target: t, Status: StatusSuspended, Error: err.Error(), Seconds: since(start)}
 	}
-	if !full {
+	if !opts.Full {
 		ok, err := r.Unchanged(ctx, obj)
 		if err != nil {
 			return failed(obj, start, err)

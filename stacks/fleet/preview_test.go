@@ -149,6 +149,24 @@ func TestFullPreviewsEveryStack(t *testing.T) {
 	assert.Equal(t, map[Status]int{StatusUnchanged: 2}, rep.Counts)
 }
 
+// A door's Check refuses an object before anything of it is read or previewed: it is an
+// error entry, and the others go on.
+func TestCheckRefusesBeforeAnythingRuns(t *testing.T) {
+	f := &fakeRunner{proven: map[string]bool{}, steps: map[string][]engine.Step{}}
+	refused := tenant("a")
+	rep := Preview(context.Background(), f, []v1alpha1.Object{refused, tenant("b")}, Options{
+		Check: func(_ context.Context, obj v1alpha1.Object) error {
+			if obj == refused {
+				return errors.New("refused by the door")
+			}
+			return nil
+		},
+	})
+	assert.Equal(t, []string{"tenant.team.b"}, f.previews)
+	assert.Equal(t, map[Status]int{StatusError: 1, StatusUnchanged: 1}, rep.Counts)
+	assert.Equal(t, "refused by the door", rep.Entries[0].Error)
+}
+
 func TestJoinShort(t *testing.T) {
 	assert.Equal(t, "a, b", joinShort([]string{"a", "b"}, 5))
 	assert.Equal(t, "a, b, … (3 more)", joinShort([]string{"a", "b", "c", "d", "e"}, 2))
