@@ -164,6 +164,8 @@ func (e *ExistsError) Is(target error) bool { return target == ErrAlreadyExists 
 type BusyError struct {
 	Stack     string
 	Operation string // id of the holder
+	// Detail, when set, says what is busy instead of the stack (a caller's fleet preview).
+	Detail string
 }
 
 func (e *BusyError) Error() string {
@@ -298,6 +300,9 @@ func problemOf(err error) (p Problem, internal bool) {
 	case errors.As(err, &be):
 		p := newProblem(http.StatusConflict, "busy", "Stack busy",
 			"another operation is running on this stack; wait for it to end")
+		if be.Detail != "" {
+			p.Title, p.Detail = "Busy", be.Detail
+		}
 		p.Operation = operationPath(be.Operation)
 		return p, false
 	case errors.Is(err, engine.ErrConflict):

@@ -64,7 +64,7 @@ func (s *Server) fleetPreview(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	op, err := s.ops.reserve(OpFleetPreview, ResourceRef{Kind: FleetKind, Href: FleetPreviewPath}, nil, principalOf(c), requestIDOf(c))
+	op, err := s.ops.reserveFleet(principalOf(c), requestIDOf(c))
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,20 @@ func (s *Server) fleetPreview(c echo.Context) error {
 		return nil, ctx.Err()
 	})
 	return accepted(c, op)
+}
+
+// reserveFleet reserves a fleet preview for principal, refused (409 busy) while one of
+// theirs runs on this replica: a fleet preview can run a preview of every object, so one
+// caller starting many at once would take the engine from everyone else.
+func (r *registry) reserveFleet(principal, requestID string) (*Operation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, op := range r.ops {
+		if op.kind == OpFleetPreview && op.principal == principal && !op.currentState().terminal() {
+			return nil, &BusyError{Operation: op.id, Detail: "your fleet preview " + op.id + " is still running; wait for it to end or cancel it"}
+		}
+	}
+	return r.reserveLocked(OpFleetPreview, ResourceRef{Kind: FleetKind, Href: FleetPreviewPath}, nil, principal, requestID)
 }
 
 // fleetParams reads the selection; a bad parameter is a 400 naming it.

@@ -130,3 +130,26 @@ func TestFleetPreviewSeesOnlyWhatTheCallerMayPreview(t *testing.T) {
 	require.Equal(t, StateSucceeded, op.State)
 	assert.Len(t, op.Result.Fleet.Entries, 2)
 }
+
+// One fleet preview per caller at a time: a second is refused (409 busy, naming the
+// running one) until the first ends, since each can preview every object; another caller's
+// is not held up.
+func TestOneFleetPreviewPerCaller(t *testing.T) {
+	h := newHarness(t)
+	first, err := h.s.ops.reserveFleet("alice", "r1")
+	require.NoError(t, err)
+	_, err = h.s.ops.reserveFleet("alice", "r2")
+	var be *BusyError
+	require.ErrorAs(t, err, &be)
+	assert.Equal(t, first.id, be.Operation)
+	p, _ := problemOf(err)
+	assert.Equal(t, http.StatusConflict, p.Status)
+	assert.Contains(t, p.Detail, "your fleet preview "+first.id+" is still running")
+	other, err := h.s.ops.reserveFleet("bob", "r3")
+	require.NoError(t, err, "another caller's fleet preview is not held up")
+	h.s.ops.release(other)
+	h.s.ops.release(first)
+	again, err := h.s.ops.reserveFleet("alice", "r4")
+	require.NoError(t, err, "once the first is gone, the caller may start another")
+	h.s.ops.release(again)
+}

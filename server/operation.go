@@ -114,6 +114,13 @@ func (o *Operation) setFleet(r *fleet.Report) {
 	o.mu.Unlock()
 }
 
+// currentState is the operation's state now.
+func (o *Operation) currentState() OperationState {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.state
+}
+
 // owner is the principal that started the operation.
 func (o *Operation) owner() string { return o.principal }
 

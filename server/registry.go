@@ -68,6 +68,10 @@ func newRegistry(ret retention, store *OperationStore, log *slog.Logger, m *metr
 func (r *registry) reserve(kind OperationKind, res ResourceRef, stacks []string, principal, requestID string) (*Operation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.reserveLocked(kind, res, stacks, principal, requestID)
+}
+
+func (r *registry) reserveLocked(kind OperationKind, res ResourceRef, stacks []string, principal, requestID string) (*Operation, error) {
 	if r.closed {
 		return nil, ErrShuttingDown
 	}
