@@ -43,7 +43,6 @@ const (
 	DefaultPostgresOwner           = "app_user"
 
 	DefaultRedisImage = "redis/redis-stack-server:7.4.0-v3"
-	DefaultRedisSize  = "1Gi"
 
 	DefaultMinIOServers          int32 = 1
 	DefaultMinIOVolumesPerServer int32 = 1
@@ -75,6 +74,11 @@ const (
 
 	DefaultDriftInterval = time.Hour
 )
+
+// DefaultRedisSize is the Redis volume's default size. A variable only so that the fleet
+// tests' second build (cmd/tfrs/second_build.go, build tag tfrs_second_build) can change one
+// tenant-level default; nothing else sets it.
+var DefaultRedisSize = "1Gi"
 
 // Values computed by the programs rather than stored by the API server.
 const (

@@ -83,12 +83,14 @@ func buildVersion() buildInfo {
 }
 
 // programRevision is this build's program revision (stacks.NewRevision), computed once: a
-// clean commit names the code; a build from a modified or unknown tree is named by its own
-// bytes (builds are reproducible, -trimpath), so two such builds with different programs
-// never share a revision. An unreadable binary gives no revision rather than a wrong one.
+// clean commit names the code, with the build's -tags and -ldflags (they select and change
+// code: two builds of one commit with other tags are other programs); a build from a
+// modified or unknown tree is named by its own bytes (builds are reproducible, -trimpath), so
+// two such builds with different programs never share a revision. An unreadable binary gives
+// no revision rather than a wrong one.
 var programRevision = sync.OnceValue(func() *v1alpha1.Revision {
 	b := buildVersion()
-	code := ""
+	code := buildFlags()
 	if !stacks.CleanCommit(b.Commit) {
 		exe, err := os.Executable()
 		if err != nil {
@@ -108,6 +110,21 @@ var programRevision = sync.OnceValue(func() *v1alpha1.Revision {
 	r := stacks.NewRevision(b.Version, b.Commit, code)
 	return &r
 })
+
+// buildFlags are the build's -tags and -ldflags as recorded in its build info ("" for none).
+func buildFlags() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var flags []string
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" || s.Key == "-ldflags" {
+			flags = append(flags, s.Key+"="+s.Value)
+		}
+	}
+	return strings.Join(flags, " ")
+}
 
 // toolVersion is one tool the engine runs: where it was found and the version it reports.
 type toolVersion struct {
