@@ -1,6 +1,11 @@
 package v1alpha1
 
-import "k8s.io/apimachinery/pkg/util/validation/field"
+import (
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
 
 // SourceKind is what a source field makes tfrs read or fetch.
 type SourceKind string
@@ -63,12 +68,19 @@ func (s *TFRClusterSpec) components() []namedSource {
 	}
 }
 
-// Sources lists the component overrides and the registry password Secret.
+// Sources lists the component overrides, the personal job types' middleware sources (the
+// shared stacks fetch and read them on the cluster's behalf) and the registry password Secret.
 func (x *TFRCluster) Sources() []SourceField {
 	s, p := &x.Spec, field.NewPath("spec")
 	var out []SourceField
 	for _, cs := range s.components() {
 		out = append(out, componentSources(p.Child(cs.name), cs.src)...)
+	}
+	pp := p.Child("personal")
+	out = append(out, middlewareSources(pp.Child("middleware"), &s.Personal.Middleware)...)
+	for _, jt := range slices.Sorted(maps.Keys(s.Personal.JobTypes)) {
+		m := s.Personal.JobTypes[jt]
+		out = append(out, middlewareSources(pp.Child("jobTypes").Key(jt), &m)...)
 	}
 	if r := s.ImageRegistry; r != nil && r.Credentials != nil && r.Credentials.PasswordSecretRef != nil {
 		out = append(out, SourceField{Path: p.Child("imageRegistry", "credentials", "passwordSecretRef", "namespace"),
@@ -77,13 +89,19 @@ func (x *TFRCluster) Sources() []SourceField {
 	return out
 }
 
-// Sources lists the Jaeger and Grafana chart overrides and the external object storage
-// endpoint. A tenant's credentials name Secrets of its own namespace only.
+// Sources lists the tenant's middleware sources (middlewareSources). A tenant's credentials
+// name Secrets of its own namespace only.
 func (x *TFRTenant) Sources() []SourceField {
-	p := field.NewPath("spec")
-	out := componentSources(p.Child("jaeger"), &x.Spec.Jaeger.ComponentSource)
-	out = append(out, componentSources(p.Child("grafana"), &x.Spec.Grafana.ComponentSource)...)
-	if e := x.Spec.ObjectStorage.External; e != nil && e.Endpoint != "" {
+	return middlewareSources(field.NewPath("spec"), &x.Spec.TenantMiddleware)
+}
+
+// middlewareSources lists the source fields of a tenant's middleware at p (a tenant's spec,
+// or a personal job type's middleware in a cluster's spec): the Jaeger and Grafana chart
+// overrides and the external object storage endpoint.
+func middlewareSources(p *field.Path, m *TenantMiddleware) []SourceField {
+	out := componentSources(p.Child("jaeger"), &m.Jaeger.ComponentSource)
+	out = append(out, componentSources(p.Child("grafana"), &m.Grafana.ComponentSource)...)
+	if e := m.ObjectStorage.External; e != nil && e.Endpoint != "" {
 		// Listed whatever the provider says: a door decides on every endpoint a spec names.
 		out = append(out, SourceField{Path: p.Child("objectStorage", "external", "endpoint"), Kind: SourceObjectStorage, Value: e.Endpoint})
 	}
