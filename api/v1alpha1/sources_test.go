@@ -10,7 +10,8 @@ import (
 )
 
 // sourceNames are the JSON names of the fields that make tfrs read or fetch something: a
-// chart repository, a manifest URL, a local path, an object storage endpoint.
+// chart repository, a manifest URL, a local path, an object storage endpoint. A SecretKeyRef
+// (a Secret read from another namespace) is one too, by its type.
 var sourceNames = map[string]SourceKind{
 	"chartRepo": SourceChartRepo, "manifestURL": SourceManifestURL, "localPath": SourceLocalPath, "endpoint": SourceObjectStorage,
 }
@@ -32,6 +33,13 @@ func fillSources(v reflect.Value, p *field.Path, want map[string]SourceKind, dep
 		}
 		fillSources(v.Elem(), p, want, depth+1)
 	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(SecretKeyRef{}) {
+			// A Secret read from another namespace: the namespace is the source.
+			np := p.Child("namespace")
+			v.FieldByName("Namespace").SetString("src:" + np.String())
+			want[np.String()] = SourceSecretRef
+			return
+		}
 		for i := range v.NumField() {
 			f := v.Type().Field(i)
 			if !f.IsExported() {
@@ -77,9 +85,6 @@ func TestEverySourceFieldIsListed(t *testing.T) {
 		fillSources(reflect.ValueOf(obj).Elem().FieldByName("Spec"), field.NewPath("spec"), want, 0)
 		got := map[string]SourceKind{}
 		for _, s := range obj.Sources() {
-			if s.Kind == SourceSecretRef {
-				continue // a Secret's namespace, listed by name (not a fetched source)
-			}
 			got[s.Path.String()] = s.Kind
 			if s.Value != "src:"+s.Path.String() {
 				t.Errorf("%s: %s carries %q", obj.KindName(), s.Path, s.Value)
