@@ -24,7 +24,7 @@ import (
 // Who sees what: an object is in the report only when the caller may get it and create its
 // preview, the two checks of a single preview; the others are left out without a word, as a
 // list leaves out what RBAC hides. So the operation belongs to whoever started it: only that
-// principal may read it, follow its events or cancel it (fleetOperationAttributes).
+// principal may read it, follow its events or cancel it (authz.go, requestAttributes).
 //
 // The operation reads and holds no stack (a preview takes no lock), so it runs beside any
 // other operation. A stored spec whose secret values the API does not keep, or that the

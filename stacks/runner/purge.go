@@ -18,7 +18,7 @@ import (
 
 // PurgesRobotData reports whether destroying obj removes a personal robot's data: a
 // TFRServer whose stack exists and whose tenant's outputs say the job type deletes robot
-// data. tenant are those outputs.
+// data (what `tfrs destroy --fail-on-data-loss` refuses).
 func (r *Runner) PurgesRobotData(ctx context.Context, obj v1alpha1.Object) (bool, error) {
 	t, _, err := kinds.Prepare(obj)
 	if err != nil {
