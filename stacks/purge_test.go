@@ -158,3 +158,20 @@ func TestDeletesRobotData(t *testing.T) {
 	del := tenantOutputsOf(t, newEnterprise(func(s *v1alpha1.TFRTenantSpec) { s.DeletionPolicy = v1alpha1.DeletionDelete }), enterpriseStack)
 	check(t, "enterprise", del.DeletionPolicy, OptionalString(v1alpha1.DeletionDelete))
 }
+
+// A personal robot's vhost follows its job type's deletionPolicy: kept (the topology
+// operator's deletionPolicy retain) under Retain and for a tenant stack without the policy
+// output; under Delete the operator deletes it with its resource, in the purge's first stage.
+func TestRobotVhostFollowsTheDeletionPolicy(t *testing.T) {
+	for policy, want := range map[OptionalString]any{
+		OptionalString(v1alpha1.DeletionRetain): "retain",
+		"":                                      "retain",
+		OptionalString(v1alpha1.DeletionDelete): nil,
+	} {
+		to := personalTenant(t)
+		to.DeletionPolicy = policy
+		r := runServer(t, ServerInput{Server: newServer(nil), Tenant: to})
+		vhost := plainInputs(r.m.find(t, "kubernetes:rabbitmq.com/v1beta1:Vhost", "").Inputs)
+		check(t, fmt.Sprintf("policy %q", policy), dig(t, vhost, "spec").(map[string]any)["deletionPolicy"], want)
+	}
+}

@@ -446,7 +446,8 @@ func (r *serverRegistrar) steps() []step {
 		{ServerConfz, server.ConfzType, "", func(o ...pulumi.ResourceOption) (res pulumi.Resource, err error) {
 			args := &server.ConfzArgs{Robot: rb, TOML: r.toml, Isolate: p.personal}
 			if p.personal {
-				args.Broker = &server.BrokerArgs{Cluster: tenant.RabbitMQCluster, VHost: creds.rabbitmqVHost, User: creds.rabbitmqUser, Password: creds.rabbitmq}
+				args.Broker = &server.BrokerArgs{Cluster: tenant.RabbitMQCluster, VHost: creds.rabbitmqVHost, User: creds.rabbitmqUser, Password: creds.rabbitmq,
+					Retain: !p.t.DeletesRobotData()}
 				args.RedisUser = &server.RedisUserArgs{User: creds.redisUser, Prefix: rb.RedisKeyPrefix(), Password: creds.redis}
 			}
 			r.cz, err = server.NewConfz(ctx, ServerConfz, args, o...)

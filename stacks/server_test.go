@@ -382,7 +382,9 @@ func TestServerPersonal(t *testing.T) {
 
 		// Its RabbitMQ identity, on the tenant's cluster.
 		vh := plainInputs(r.m.find(t, "kubernetes:rabbitmq.com/v1beta1:Vhost", "").Inputs)
-		check(t, id+" vhost", dig(t, vh, "spec"), map[string]any{"name": robot.VHost(), "rabbitmqClusterReference": map[string]any{"name": tenant.RabbitMQCluster}})
+		// Kept when the robot goes: the job type's deletionPolicy is Retain, the default.
+		check(t, id+" vhost", dig(t, vh, "spec"), map[string]any{"name": robot.VHost(), "rabbitmqClusterReference": map[string]any{"name": tenant.RabbitMQCluster},
+			"deletionPolicy": "retain"})
 		r.m.find(t, "kubernetes:rabbitmq.com/v1beta1:User", "")
 		r.m.find(t, "kubernetes:rabbitmq.com/v1beta1:Permission", "")
 

@@ -52,6 +52,9 @@ type BrokerArgs struct {
 	VHost, User string
 	// Password of User (a Pulumi secret, stable across runs).
 	Password pulumi.StringInput
+	// Retain keeps the vhost, with its queues, when the robot goes (its job type's
+	// deletionPolicy Retain): the topology operator otherwise deletes it with its resource.
+	Retain bool
 }
 
 // Confz is the robot's Confz in a Secret ("{robot}-confz-<hash>", key ConfzKey) and the
@@ -170,7 +173,11 @@ func (c *Confz) broker(ctx *pulumi.Context, name string, r Robot, b *BrokerArgs)
 		return crs.New(ctx, resourceName, crs.Args{Metadata: r.meta(r.Name(), ""), Spec: spec, Flows: flows},
 			append([]pulumi.ResourceOption{pulumi.Parent(c)}, opts...)...)
 	}
-	vhost, err := custom(name+"-vhost", crs.Vhost(b.Cluster, b.VHost), nil)
+	vs := crs.Vhost(b.Cluster, b.VHost)
+	if b.Retain {
+		vs.DeletionPolicy = crs.VhostRetain
+	}
+	vhost, err := custom(name+"-vhost", vs, nil)
 	if err != nil {
 		return err
 	}

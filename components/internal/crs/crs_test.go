@@ -3,6 +3,7 @@ package crs_test
 import (
 	"errors"
 	"fmt"
+	"github.com/blang/semver"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -39,6 +40,14 @@ type object struct {
 	name      string // the case, for messages
 	spec      crs.Spec
 	namespace string // "" for cluster-scoped kinds
+}
+
+// since are the cases that need a field older upstream versions lack, with the oldest version
+// known to serve it: older versions in the folder are not asked, and the pin must be one of
+// the versions that are.
+var since = map[string]string{
+	// spec.deletionPolicy: absent from the topology operator's 1.15.0 CRD, served by 1.20.1.
+	"robot vhost retained": "1.20.1",
 }
 
 // cases are every builder in the variants TFRS uses: each TLS issuer, a certificate with and
@@ -106,6 +115,8 @@ func cases(t *testing.T) []object {
 		}.Cluster(), tenantNS},
 		{"rabbitmq on defaults", crs.RabbitMQCluster{Replicas: 1, Image: "rabbitmq:3.13.7-management", Size: "10Gi", PodAnnotations: noSidecar}.Cluster(), tenantNS},
 		{"robot vhost", crs.Vhost("rabbitmq", "chat-r-1"), "personal-chat"},
+		{"robot vhost retained", crs.VhostSpec{Name: "chat-r-1", RabbitmqClusterReference: crs.ClusterReference{Name: "rabbitmq"},
+			DeletionPolicy: crs.VhostRetain}, "personal-chat"},
 		{"robot user", crs.User("rabbitmq", "chat-r-1-rabbitmq"), "personal-chat"},
 		{"robot permission", crs.FullPermission("rabbitmq", "chat-r-1", "chat-r-1"), "personal-chat"},
 	}
@@ -172,6 +183,12 @@ func TestBuildersMatchUpstreamSchemas(t *testing.T) {
 		for _, o := range objs {
 			tm := o.spec.TypeMeta()
 			if !serves(set.crds, tm) {
+				continue
+			}
+			if v := since[o.name]; v != "" && semver.MustParse(set.version).LT(semver.MustParse(v)) {
+				if set.pinned {
+					t.Errorf("%s needs %s %s or later; the pin is %s", o.name, set.project, v, set.version)
+				}
 				continue
 			}
 			obj, err := crs.Object(o.spec, "tfrs-test", o.namespace)

@@ -115,7 +115,14 @@ type ClusterReference struct {
 type VhostSpec struct {
 	Name                     string           `json:"name"`
 	RabbitmqClusterReference ClusterReference `json:"rabbitmqClusterReference"`
+	// DeletionPolicy "retain" keeps the vhost, with its queues, when the custom resource is
+	// deleted; empty is the operator's default, "delete" (the field came with the
+	// operator's 1.16 line; the pin serves it).
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
 }
+
+// VhostRetain is VhostSpec.DeletionPolicy's value that keeps the vhost.
+const VhostRetain = "retain"
 
 // TypeMeta implements Spec.
 func (VhostSpec) TypeMeta() TypeMeta { return TypeMeta{APIVersion: RabbitMQV1beta1, Kind: "Vhost"} }
