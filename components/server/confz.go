@@ -107,8 +107,14 @@ func NewConfz(ctx *pulumi.Context, name string, args *ConfzArgs, opts ...pulumi.
 		return nil, err
 	}
 	c.Keep(s)
+	// The account names its stack (OwnerAnnotation), as the API Service does: it is the
+	// robot's claim on its names from its first object to its destroy (stacks/kinds/robots.go).
+	saMeta := r.meta(r.ServiceAccount(), "")
+	if r.Owner != "" {
+		saMeta.Annotations = pulumi.StringMap{OwnerAnnotation: pulumi.String(r.Owner)}
+	}
 	sa, err := corev1.NewServiceAccount(ctx, name+"-service-account", &corev1.ServiceAccountArgs{
-		Metadata:                     r.meta(r.ServiceAccount(), ""),
+		Metadata:                     saMeta,
 		AutomountServiceAccountToken: pulumi.Bool(false),
 	}, pulumi.Parent(c))
 	if err != nil {

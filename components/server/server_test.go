@@ -179,6 +179,16 @@ func TestConfz(t *testing.T) {
 	if n := pt.At(t, pt.Plain(s.Inputs), "metadata", "name").(string); !strings.HasPrefix(n, "chat-r-1-confz-") {
 		t.Errorf("confz secret %q", n)
 	}
+	// The robot's account names its stack: the robot's claim on its names (stacks/kinds).
+	owned := robot
+	owned.Owner = "server.acme.chat-r-1"
+	m = &pt.Mocks{}
+	m.Run(t, func(ctx *pulumi.Context) error {
+		_, err := NewConfz(ctx, "confz", &ConfzArgs{Robot: owned, TOML: secretIn("x = 1\n")})
+		return err
+	})
+	sa := pt.Plain(m.Find(t, "kubernetes:core/v1:ServiceAccount", "").Inputs)
+	pt.Eq(t, "account owner", pt.At(t, sa, "metadata", "annotations"), map[string]any{OwnerAnnotation: "server.acme.chat-r-1"})
 
 	// A personal robot's own RabbitMQ identity.
 	m = &pt.Mocks{}
@@ -195,6 +205,13 @@ func TestConfz(t *testing.T) {
 	ref := map[string]any{"name": "rabbitmq"}
 	vh := pt.Plain(m.Find(t, "kubernetes:rabbitmq.com/v1beta1:Vhost", "").Inputs)
 	pt.Eq(t, "vhost", pt.At(t, vh, "spec"), map[string]any{"name": "chat-r-1", "rabbitmqClusterReference": ref})
+	retained := &pt.Mocks{}
+	retained.Run(t, func(ctx *pulumi.Context) error {
+		_, err := NewConfz(ctx, "confz", &ConfzArgs{Robot: robot, TOML: secretIn("x = 1\n"),
+			Broker: &BrokerArgs{Cluster: "rabbitmq", VHost: "chat-r-1", User: "chat-r-1", Password: secretIn("mq-pw"), Retain: true}})
+		return err
+	})
+	pt.Eq(t, "retained vhost", pt.At(t, pt.Plain(retained.Find(t, "kubernetes:rabbitmq.com/v1beta1:Vhost", "").Inputs), "spec", "deletionPolicy"), "retain")
 	u := pt.Plain(m.Find(t, "kubernetes:rabbitmq.com/v1beta1:User", "").Inputs)
 	pt.Eq(t, "user imports", pt.At(t, u, "spec", "importCredentialsSecret", "name"), "chat-r-1-rabbitmq")
 	permReg := m.Find(t, "kubernetes:rabbitmq.com/v1beta1:Permission", "")

@@ -211,6 +211,15 @@ func (k serverPrograms) programs(ctx context.Context, t Target, p Parents) (*Pro
 		if errs := RobotClaimErrors(robot, t.Stack, exists, owner); len(errs) > 0 {
 			return nil, &InvalidError{Errors: errs}
 		}
+		if ra, ok := p.(RobotAccounts); ok {
+			exists, owner, err := ra.RobotAccount(ctx, robot.Namespace, robot.ServiceAccount())
+			if err != nil {
+				return nil, fmt.Errorf("spec.robotId: reading the robot's ServiceAccount %s/%s: %w", robot.Namespace, robot.ServiceAccount(), err)
+			}
+			if errs := RobotClaimErrors(robot, t.Stack, exists, owner); len(errs) > 0 {
+				return nil, &InvalidError{Errors: errs}
+			}
+		}
 		share, err := tenant.Share()
 		if err != nil {
 			return nil, t.parentErr(err)

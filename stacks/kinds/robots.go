@@ -4,9 +4,11 @@ package kinds
 // components/server) are the same for every TFRServer with its robotType and robotId, so a
 // second TFRServer of the same robot in the namespace (another metadata.name, another stack)
 // would take over the first one's objects. The server stack marks the robot's API Service
-// with its stack name (server.OwnerAnnotation); before a server's programs run, a Parents
-// that also implements Robots (the runner's) reads that Service, and a robot whose Service
-// another stack owns is refused at spec.robotId, before anything changes.
+// and its ServiceAccount with its stack name (server.OwnerAnnotation); before a server's
+// programs run, a Parents that also implements Robots (the runner's) reads them, and a robot
+// whose Service or account another stack owns is refused at spec.robotId, before anything
+// changes. The account holds the claim while a deleted robot's data is removed, when its API
+// Service is already gone.
 
 import (
 	"context"
@@ -23,6 +25,15 @@ import (
 // server.OwnerAnnotation names ("" without one).
 type Robots interface {
 	RobotService(ctx context.Context, namespace, name string) (exists bool, owner string, err error)
+}
+
+// RobotAccounts reads a robot's own ServiceAccount in its namespace, with the same owner
+// annotation. A Parents that implements it (the runner's) holds the claim from the robot's
+// identity on: the account comes before every Job and worker and stays until the stack is
+// destroyed, through the stages that remove a deleted robot's data, while the API Service
+// comes and goes with the API worker.
+type RobotAccounts interface {
+	RobotAccount(ctx context.Context, namespace, name string) (exists bool, owner string, err error)
 }
 
 // RobotClaimErrors refuses the robot r for stack when its API Service exists and belongs to

@@ -15,8 +15,8 @@ import (
 )
 
 // robotParents is a tenant stack up in namespace personal-chat, and the cluster's robot API
-// Services (name → owner annotation; "-" = present without one).
-type robotParents struct{ services map[string]string }
+// Services and robot ServiceAccounts (name → owner annotation; "-" = present without one).
+type robotParents struct{ services, accounts map[string]string }
 
 func (robotParents) Cluster(context.Context, string) (stacks.TenantCluster, error) {
 	return stacks.TenantCluster{}, errors.New("unused")
@@ -27,7 +27,15 @@ func (robotParents) Tenant(context.Context, string) (stacks.TenantOutputs, error
 }
 
 func (p robotParents) RobotService(_ context.Context, namespace, name string) (bool, string, error) {
-	owner, ok := p.services[namespace+"/"+name]
+	return annotated(p.services, namespace+"/"+name)
+}
+
+func (p robotParents) RobotAccount(_ context.Context, namespace, name string) (bool, string, error) {
+	return annotated(p.accounts, namespace+"/"+name)
+}
+
+func annotated(objs map[string]string, key string) (bool, string, error) {
+	owner, ok := objs[key]
 	if owner == "-" {
 		owner = ""
 	}
@@ -44,20 +52,23 @@ func TestSecondServerOfARobotRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := "personal-chat/chat-r-1-api"
+	svc, sa := "personal-chat/chat-r-1-api", "personal-chat/chat-r-1-robot"
 	for name, tc := range map[string]struct {
-		services map[string]string
-		refused  bool
+		services, accounts map[string]string
+		refused            bool
 	}{
-		"absent":          {map[string]string{}, false},
-		"its own":         {map[string]string{svc: tgt.Stack}, false},
-		"unannotated":     {map[string]string{svc: "-"}, false},
-		"another's":       {map[string]string{svc: "server.tfrs-system.alice"}, true},
-		"another robot":   {map[string]string{"personal-chat/chat-r-2-api": "server.tfrs-system.alice"}, false},
-		"other namespace": {map[string]string{"acme/chat-r-1-api": "server.acme.alice"}, false},
+		"absent":          {map[string]string{}, nil, false},
+		"its own":         {map[string]string{svc: tgt.Stack}, map[string]string{sa: tgt.Stack}, false},
+		"unannotated":     {map[string]string{svc: "-"}, map[string]string{sa: "-"}, false},
+		"another's":       {map[string]string{svc: "server.tfrs-system.alice"}, nil, true},
+		"another robot":   {map[string]string{"personal-chat/chat-r-2-api": "server.tfrs-system.alice"}, nil, false},
+		"other namespace": {map[string]string{"acme/chat-r-1-api": "server.acme.alice"}, nil, false},
+		// The API Service is gone but the robot's account is not: another stack's robot is
+		// being deleted (its data removed), and its names are still its own.
+		"another's account": {map[string]string{}, map[string]string{sa: "server.tfrs-system.alice"}, true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			progs, err := ProgramsOf(t.Context(), tgt, obj, robotParents{tc.services})
+			progs, err := ProgramsOf(t.Context(), tgt, obj, robotParents{tc.services, tc.accounts})
 			if !tc.refused {
 				if err != nil || progs == nil {
 					t.Fatalf("refused: %v", err)
@@ -123,7 +134,7 @@ func TestOwnerShareRefusedBeforeRun(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			tgt, obj := robot(tc.owner, tc.id)
-			progs, err := ProgramsOf(t.Context(), tgt, obj, shareParents{robotParents{map[string]string{}}, tc.workloads})
+			progs, err := ProgramsOf(t.Context(), tgt, obj, shareParents{robotParents{services: map[string]string{}}, tc.workloads})
 			if tc.refused == "" {
 				if err != nil || progs == nil {
 					t.Fatalf("refused: %v", err)

@@ -47,6 +47,36 @@ func (k *kubeNamespaces) ServiceOwner(ctx context.Context, namespace, name strin
 	return true, svc.Annotations[cserver.OwnerAnnotation], nil
 }
 
+// AccountGetter reads a ServiceAccount's existence and owner annotation. A NamespaceGetter
+// given in Options.Namespaces that implements it is used; one that does not reads none.
+type AccountGetter interface {
+	AccountOwner(ctx context.Context, namespace, name string) (exists bool, owner string, err error)
+}
+
+// RobotAccount implements kinds.RobotAccounts.
+func (p ownershipParents) RobotAccount(ctx context.Context, namespace, name string) (bool, string, error) {
+	get, err := p.r.namespaceGetter()
+	if err != nil {
+		return false, "", err
+	}
+	ag, ok := get.(AccountGetter)
+	if !ok {
+		return false, "", nil
+	}
+	return ag.AccountOwner(ctx, namespace, name)
+}
+
+func (k *kubeNamespaces) AccountOwner(ctx context.Context, namespace, name string) (bool, string, error) {
+	sa, err := k.c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	return true, sa.Annotations[cserver.OwnerAnnotation], nil
+}
+
 // WorkloadLister lists the Deployments of one robot owner (kinds.Owners). A NamespaceGetter
 // given in Options.Namespaces that implements it is used; one that does not (a test fake)
 // lists none, and the owner share counts only the robot being run.
