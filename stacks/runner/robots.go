@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,68 +14,65 @@ import (
 )
 
 // Robot names (stacks/kinds/robots.go): before a server's programs run, the runner reads the
-// robot's API Service from the cluster, so a second TFRServer of the same robot in a
-// namespace is refused at spec.robotId before anything changes.
+// robot's API Service and ServiceAccount from the cluster, so a second TFRServer of the same
+// robot in a namespace is refused at spec.robotId before anything changes.
 
-// ServiceGetter reads a Service's existence and owner annotation. A NamespaceGetter given in
-// Options.Namespaces that implements it is used; one that does not (a test fake) reads no
-// Service, and the check passes.
-type ServiceGetter interface {
-	ServiceOwner(ctx context.Context, namespace, name string) (exists bool, owner string, err error)
+// RobotObject is a robot's object that names its stack (server.OwnerAnnotation).
+type RobotObject string
+
+// The robot's objects that carry its claim.
+const (
+	RobotAPIService RobotObject = "Service"
+	RobotAccount    RobotObject = "ServiceAccount"
+)
+
+// OwnerReader reads a robot object's existence and owner annotation. A NamespaceGetter given
+// in Options.Namespaces that implements it is used; one that does not (a test fake) reads
+// none, and the checks pass.
+type OwnerReader interface {
+	ObjectOwner(ctx context.Context, kind RobotObject, namespace, name string) (exists bool, owner string, err error)
 }
 
 // RobotService implements kinds.Robots.
 func (p ownershipParents) RobotService(ctx context.Context, namespace, name string) (bool, string, error) {
-	get, err := p.r.namespaceGetter()
-	if err != nil {
-		return false, "", err
-	}
-	sg, ok := get.(ServiceGetter)
-	if !ok {
-		return false, "", nil
-	}
-	return sg.ServiceOwner(ctx, namespace, name)
-}
-
-func (k *kubeNamespaces) ServiceOwner(ctx context.Context, namespace, name string) (bool, string, error) {
-	svc, err := k.c.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, "", nil
-	}
-	if err != nil {
-		return false, "", err
-	}
-	return true, svc.Annotations[cserver.OwnerAnnotation], nil
-}
-
-// AccountGetter reads a ServiceAccount's existence and owner annotation. A NamespaceGetter
-// given in Options.Namespaces that implements it is used; one that does not reads none.
-type AccountGetter interface {
-	AccountOwner(ctx context.Context, namespace, name string) (exists bool, owner string, err error)
+	return p.objectOwner(ctx, RobotAPIService, namespace, name)
 }
 
 // RobotAccount implements kinds.RobotAccounts.
 func (p ownershipParents) RobotAccount(ctx context.Context, namespace, name string) (bool, string, error) {
+	return p.objectOwner(ctx, RobotAccount, namespace, name)
+}
+
+func (p ownershipParents) objectOwner(ctx context.Context, kind RobotObject, namespace, name string) (bool, string, error) {
 	get, err := p.r.namespaceGetter()
 	if err != nil {
 		return false, "", err
 	}
-	ag, ok := get.(AccountGetter)
+	or, ok := get.(OwnerReader)
 	if !ok {
 		return false, "", nil
 	}
-	return ag.AccountOwner(ctx, namespace, name)
+	return or.ObjectOwner(ctx, kind, namespace, name)
 }
 
-func (k *kubeNamespaces) AccountOwner(ctx context.Context, namespace, name string) (bool, string, error) {
-	sa, err := k.c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+func (k *kubeNamespaces) ObjectOwner(ctx context.Context, kind RobotObject, namespace, name string) (bool, string, error) {
+	var obj metav1.Object
+	var err error
+	switch kind {
+	case RobotAPIService:
+		obj, err = k.c.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	case RobotAccount:
+		obj, err = k.c.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
+	default:
+		return false, "", fmt.Errorf("robot object %q: not a Service or a ServiceAccount", kind)
+	}
 	if apierrors.IsNotFound(err) {
 		return false, "", nil
 	}
 	if err != nil {
 		return false, "", err
 	}
-	return true, sa.Annotations[cserver.OwnerAnnotation], nil
+	return true, obj.GetAnnotations()[cserver.OwnerAnnotation], nil
 }
 
 // WorkloadLister lists the Deployments of one robot owner (kinds.Owners). A NamespaceGetter
