@@ -224,20 +224,25 @@ func (s *Server) requestAttributes(c echo.Context) ([]Attributes, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := resourceAttrs(k, verb, r.namespace, r.name)
 		if !preview {
-			return []Attributes{a}, nil
+			return []Attributes{resourceAttrs(k, verb, r.namespace, r.name)}, nil
 		}
-		sub := a
-		sub.Verb, sub.Subresource = VerbCreate, SubresourcePreview
+		checks := previewAttrs(k, r.namespace, r.name)
 		if save {
-			upd := a
-			upd.Verb = VerbUpdate
-			return []Attributes{a, sub, upd}, nil
+			checks = append(checks, resourceAttrs(k, VerbUpdate, r.namespace, r.name))
 		}
-		return []Attributes{a, sub}, nil
+		return checks, nil
 	}
 	return nil, nil
+}
+
+// previewAttrs are the checks of a preview of one resource: get on it and create on its
+// preview subresource (a single preview, and each object of a fleet preview).
+func previewAttrs(k *kindInfo, namespace, name string) []Attributes {
+	a := resourceAttrs(k, VerbGet, namespace, name)
+	sub := a
+	sub.Verb, sub.Subresource = VerbCreate, SubresourcePreview
+	return []Attributes{a, sub}
 }
 
 func resourceAttrs(k *kindInfo, verb, namespace, name string) Attributes {

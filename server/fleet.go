@@ -152,12 +152,8 @@ func (s *Server) fleetObjects(ctx context.Context, p Principal, sel fleet.Select
 	}
 	var out []v1alpha1.Object
 	for _, obj := range picked {
-		k := kindByName(obj.KindName())
-		a := resourceAttrs(k, VerbGet, obj.GetNamespace(), obj.GetName())
-		sub := a
-		sub.Verb, sub.Subresource = VerbCreate, SubresourcePreview
 		ok := true
-		for _, at := range []Attributes{a, sub} {
+		for _, at := range previewAttrs(kindByName(obj.KindName()), obj.GetNamespace(), obj.GetName()) {
 			if err := s.authz.Authorize(ctx, p, at); errors.Is(err, ErrForbidden) {
 				ok = false
 				break

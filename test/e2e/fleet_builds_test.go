@@ -67,40 +67,31 @@ func TestFleetPreviewOfASecondBuild(t *testing.T) {
 		}
 		write(name, tt)
 	}
-	tfrs := func(bin string, args ...string) (int, string) {
+	// tfrs runs bin on the control plane and the shared state: exit code, stdout, stderr.
+	tfrs := func(bin string, args ...string) (int, string, string) {
+		t.Helper()
 		cmd := exec.CommandContext(ctx, bin, append(args, "--kubeconfig", cp.KubeconfigPath, "--state-dir", state, "--passphrase-file", pass)...)
-		var o strings.Builder
-		cmd.Stdout = &o
-		cmd.Stderr = &o
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
 		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), o.String()
+			return ee.ExitCode(), stdout.String(), stderr.String()
 		}
 		require.NoError(t, err)
-		return 0, o.String()
+		return 0, stdout.String(), stderr.String()
 	}
 	report := func(bin string, wantCode int) *fleet.Report {
 		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, "fleet", "preview", "-f", dir, "-o", "json", "--detailed-exitcode",
-			"--kubeconfig", cp.KubeconfigPath, "--state-dir", state, "--passphrase-file", pass)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		b, err := cmd.Output()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		require.Equal(t, wantCode, code, "%s\n%s", b, stderr.String())
+		code, out, errOut := tfrs(bin, "fleet", "preview", "-f", dir, "-o", "json", "--detailed-exitcode")
+		require.Equal(t, wantCode, code, "%s\n%s", out, errOut)
 		rep := &fleet.Report{}
-		require.NoError(t, json.Unmarshal(b, rep), string(b))
+		require.NoError(t, json.Unmarshal([]byte(out), rep), out)
 		return rep
 	}
 
 	start := time.Now()
-	code, o := tfrs(binA, "up", "-f", dir)
-	require.Equal(t, 0, code, o)
+	code, o, e := tfrs(binA, "up", "-f", dir)
+	require.Equal(t, 0, code, o+e)
 	t.Logf("build A: up of the cluster and 11 tenants: %s", time.Since(start).Round(time.Second))
 
 	// A proves its own fleet unchanged.
